@@ -1,0 +1,103 @@
+"""The JSON API for jobs and resources (see ``openapi.py`` for the schema)."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404
+
+from digitslike.api import BadRequest, api, json_body
+
+from . import resources, serialize, services
+from .forms import CREATE_FORMS, JobEditForm
+from .logfile import tail_lines
+from .models import Job
+
+MAX_LOG_LINES = 5000
+
+
+@api("GET", "POST")
+def jobs(request: HttpRequest) -> JsonResponse:
+    if request.method == "GET":
+        return JsonResponse({"jobs": [serialize.job_summary(job) for job in services.filtered_jobs(request.GET.dict())]})
+    data = json_body(request)
+    kind = data.pop("kind", None)
+    if kind not in CREATE_FORMS:
+        raise BadRequest({"kind": [f"Choose one of: {', '.join(CREATE_FORMS)}."]})
+    form = CREATE_FORMS[kind](data)
+    if not form.is_valid():
+        raise BadRequest(form.errors.get_json_data())
+    job = form.submit(request.user)
+    return JsonResponse(serialize.job_detail(job), status=201)
+
+
+@api("GET", "PATCH", "DELETE")
+def job(request: HttpRequest, job_id: int) -> HttpResponse:
+    found = get_object_or_404(Job.objects.select_related("owner"), pk=job_id)
+    if request.method == "DELETE":
+        services.delete(found, request.user)
+        return HttpResponse(status=204)
+    if request.method == "PATCH":
+        services.require_change(found, request.user)
+        data = json_body(request)
+        form = JobEditForm({**{f: getattr(found, f) for f in JobEditForm.Meta.fields}, **data}, instance=found)
+        if not form.is_valid():
+            raise BadRequest(form.errors.get_json_data())
+        services.update(found, request.user, form.cleaned_data)
+    return JsonResponse(serialize.job_detail(found))
+
+
+@api("POST")
+def abort(request: HttpRequest, job_id: int) -> JsonResponse:
+    found = get_object_or_404(Job, pk=job_id)
+    services.abort(found, request.user)
+    found.refresh_from_db()
+    return JsonResponse(serialize.job_detail(found), status=202)
+
+
+@api("POST")
+def clone(request: HttpRequest, job_id: int) -> JsonResponse:
+    found = get_object_or_404(Job, pk=job_id)
+    return JsonResponse(serialize.job_detail(services.clone(found, request.user)), status=201)
+
+
+@api("POST")
+def bulk(request: HttpRequest) -> JsonResponse:
+    """Abort or delete several jobs; each job's result is reported on its own."""
+    data = json_body(request)
+    action = {"abort": services.abort, "delete": services.delete}.get(data.get("action"))
+    ids = data.get("ids")
+    if action is None:
+        raise BadRequest({"action": ["Choose abort or delete."]})
+    if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+        raise BadRequest({"ids": ["Give a list of job ids."]})
+    results = {}
+    for found in Job.objects.filter(pk__in=ids):
+        try:
+            action(found, request.user)
+            results[str(found.pk)] = {"ok": True}
+        except services.ActionError as exc:
+            results[str(found.pk)] = {"ok": False, "error": exc.message, "status": exc.status}
+    for missing in set(ids) - {int(k) for k in results}:
+        results[str(missing)] = {"ok": False, "error": "No such job.", "status": 404}
+    return JsonResponse({"results": results})
+
+
+@api("GET")
+def log(request: HttpRequest, job_id: int) -> JsonResponse:
+    found = get_object_or_404(Job, pk=job_id)
+    try:
+        count = min(int(request.GET.get("lines", 200)), MAX_LOG_LINES)
+    except ValueError:
+        raise BadRequest({"lines": ["Give a whole number of lines."]}) from None
+    return JsonResponse({"lines": tail_lines(found.folder / "log.txt", count)})
+
+
+@api("GET")
+def resources_view(request: HttpRequest) -> JsonResponse:
+    return JsonResponse(resources.snapshot())
+
+
+@api("GET")
+def me(request: HttpRequest) -> JsonResponse:
+    user = request.user
+    return JsonResponse({"id": user.pk, "username": user.username, "is_staff": user.is_staff})

@@ -1,0 +1,111 @@
+"""The live bus: Redis streams that carry job events to the browsers.
+
+The job folder's ``events.jsonl`` is the record; the bus only carries it.
+Each job has a stream (``<prefix>:events:job:<id>``) with every event, and one
+shared stream (``<prefix>:events:jobs``) carries the status and progress of all
+jobs for list pages. Losing Redis loses nothing: a ``Forwarder`` pushes what
+the file holds and the stream lacks once Redis is back, and readers fall back
+to the file meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import redis
+import redis.asyncio as aioredis
+from django.conf import settings
+
+from trainer import events as eventlog
+
+log = logging.getLogger(__name__)
+
+STREAM_MAXLEN = 20_000
+STREAM_TTL_SECONDS = 7 * 24 * 3600
+# Event kinds that list pages need besides the job's own page.
+SUMMARY_KINDS = ("status", "progress")
+
+
+def key(*parts: object) -> str:
+    return ":".join([settings.REDIS_PREFIX, *map(str, parts)])
+
+
+def job_stream(job_id: int) -> str:
+    return key("events", "job", job_id)
+
+
+def jobs_stream() -> str:
+    return key("events", "jobs")
+
+
+@cache
+def client() -> redis.Redis:
+    return redis.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=5, socket_connect_timeout=2, health_check_interval=10
+    )
+
+
+def async_client() -> aioredis.Redis:
+    """A client for the calling event loop's own connection pool."""
+    return aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, health_check_interval=10)
+
+
+def encode(event: dict[str, Any], job_id: int) -> dict[str, str]:
+    return {"job": str(job_id), "seq": str(event["seq"]), "event": json.dumps(event, separators=(",", ":"))}
+
+
+def decode(fields: dict[bytes, bytes]) -> tuple[int, dict[str, Any]]:
+    return int(fields[b"job"]), json.loads(fields[b"event"])
+
+
+class Forwarder:
+    """Pushes a job's events from its file to the bus, each once per Forwarder.
+
+    ``forward()`` reads only what the file gained since the last call. When
+    Redis is down the events wait in memory, and the next call sends them.
+    A reader may still see an event twice (two Forwarders racing); events
+    carry their ``seq``, and readers skip what they have.
+    """
+
+    def __init__(self, job_id: int, job_dir: Path) -> None:
+        self.job_id = job_id
+        self.reader = eventlog.Reader(job_dir)
+        self.pending: list[dict[str, Any]] = []
+        self.synced = False
+        self.skip_through = 0
+
+    def _sync_start(self) -> None:
+        """Note what the stream already has, so a new Forwarder sends only the rest."""
+        last = client().xrevrange(job_stream(self.job_id), count=1)
+        self.skip_through = int(last[0][1][b"seq"]) if last else 0
+        self.synced = True
+
+    def forward(self) -> list[dict[str, Any]]:
+        """Return the events the file gained since the last call, and send
+        them with any that could not be sent before."""
+        fresh = self.reader.read()
+        self.pending.extend(fresh)
+        try:
+            if not self.synced:
+                self._sync_start()
+                self.pending = [e for e in self.pending if e["seq"] > self.skip_through]
+            if self.pending:
+                self._send(self.pending)
+                self.pending = []
+        except redis.RedisError as exc:
+            log.warning("event bus unavailable, job %s events wait in its file: %s", self.job_id, exc)
+        return fresh
+
+    def _send(self, events: list[dict[str, Any]]) -> None:
+        pipe = client().pipeline(transaction=False)
+        for event in events:
+            fields = encode(event, self.job_id)
+            pipe.xadd(job_stream(self.job_id), fields, maxlen=STREAM_MAXLEN, approximate=True)
+            if event["kind"] in SUMMARY_KINDS:
+                pipe.xadd(jobs_stream(), fields, maxlen=STREAM_MAXLEN, approximate=True)
+        pipe.expire(job_stream(self.job_id), STREAM_TTL_SECONDS)
+        pipe.execute()

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth.models import User
+
+from . import services
+from .models import Job
+
+
+class JobFieldsForm(forms.Form):
+    """The fields every job has."""
+
+    name = forms.CharField(max_length=200)
+    group = forms.CharField(max_length=200, required=False, help_text="Jobs with the same group are listed together.")
+    notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class DevicesField(forms.Form):
+    """Which devices a job asks for: CPU, the next N free GPUs, or given GPUs."""
+
+    device = forms.ChoiceField(choices=[("cpu", "CPU"), ("gpu", "GPU")], initial="cpu", required=False)
+    gpu_count = forms.IntegerField(min_value=1, max_value=64, initial=1, required=False, label="Number of GPUs")
+    gpu_ids = forms.CharField(required=False, label="Specific GPUs",
+                              help_text="Comma-separated indices, e.g. 0,2. Leave empty for the next free ones.")
+
+    def clean_gpu_ids(self) -> list[int]:
+        raw = self.cleaned_data.get("gpu_ids") or ""
+        try:
+            ids = sorted({int(part) for part in raw.split(",") if part.strip()})
+        except ValueError:
+            raise forms.ValidationError("List GPU indices as numbers separated by commas, e.g. 0,2.") from None
+        if any(i < 0 for i in ids):
+            raise forms.ValidationError("GPU indices start at 0.")
+        return ids
+
+    def resources(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        if data["device"] in ("", "cpu"):
+            return {"device": "cpu", "count": 1}
+        if data["gpu_ids"]:
+            return {"device": "gpu", "ids": data["gpu_ids"]}
+        return {"device": "gpu", "count": data.get("gpu_count") or 1}
+
+
+class DeviceCheckForm(JobFieldsForm, DevicesField):
+    seconds = forms.FloatField(min_value=0.5, max_value=3600, initial=10, label="Duration (s)")
+    size = forms.IntegerField(min_value=16, max_value=16384, initial=2048, label="Matrix size",
+                              help_text="Side of the square matrices multiplied.")
+
+    def submit(self, owner: User) -> Job:
+        data = self.cleaned_data
+        params = {"seconds": data["seconds"], "size": data["size"]}
+        return services.submit(owner, "devicecheck", data["name"], params, self.resources(),
+                               group=data["group"], notes=data["notes"])
+
+
+class JobEditForm(forms.ModelForm):
+    class Meta:
+        model = Job
+        fields = ["name", "group", "notes"]
+        widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
+
+
+# The form that creates a job of each kind that users may start.
+CREATE_FORMS: dict[str, type[forms.Form]] = {"devicecheck": DeviceCheckForm}

@@ -1,0 +1,70 @@
+"""Device leases in Redis: ``<prefix>:lease:<host>:<device>`` holds a job id.
+
+Leases expire unless their worker refreshes them, so devices come back by
+themselves when a worker dies. Taking several devices is one Lua script, so a
+job gets all it asked for or nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .bus import client, key
+
+LEASE_TTL_MS = 20_000
+
+# KEYS: candidate lease keys in order of preference. ARGV: count, job id, ttl.
+# Takes the first `count` free keys, or none; returns the keys taken.
+_ACQUIRE = """
+local want = tonumber(ARGV[1])
+local free = {}
+for _, k in ipairs(KEYS) do
+  local holder = redis.call('GET', k)
+  if not holder or holder == ARGV[2] then
+    table.insert(free, k)
+    if #free == want then break end
+  end
+end
+if #free < want then return {} end
+for _, k in ipairs(free) do redis.call('SET', k, ARGV[2], 'PX', ARGV[3]) end
+return free
+"""
+
+
+def lease_key(host: str, device: str) -> str:
+    return key("lease", host, device)
+
+
+def acquire(host: str, candidates: list[str], count: int, job_id: int) -> list[str] | None:
+    """Lease ``count`` of the ``candidates`` devices for the job, or return None."""
+    if count > len(candidates):
+        return None
+    keys = [lease_key(host, device) for device in candidates]
+    taken = client().eval(_ACQUIRE, len(keys), *keys, count, job_id, LEASE_TTL_MS)
+    if not taken:
+        return None
+    prefix = lease_key(host, "")
+    return [k.decode()[len(prefix):] for k in taken]
+
+
+def refresh(host: str, devices: Iterable[str], job_id: int) -> None:
+    """Re-assert a running job's leases. SET rather than EXPIRE, so leases
+    lost with a restarted Redis come back."""
+    pipe = client().pipeline(transaction=False)
+    for device in devices:
+        pipe.set(lease_key(host, device), job_id, px=LEASE_TTL_MS)
+    pipe.execute()
+
+
+_RELEASE = """
+for _, k in ipairs(KEYS) do
+  if redis.call('GET', k) == ARGV[1] then redis.call('DEL', k) end
+end
+return 1
+"""
+
+
+def release(host: str, devices: Iterable[str], job_id: int) -> None:
+    keys = [lease_key(host, device) for device in devices]
+    if keys:
+        client().eval(_RELEASE, len(keys), *keys, job_id)

@@ -1,0 +1,171 @@
+"""Jobs: every long piece of work (dataset build, training run, device check).
+
+Status, the state machine::
+
+    queued ──claim──> waiting ──devices leased──> running ──> done | failed | aborted
+      │                  │                           │
+      └──────────────────┴── abort ──> aborted       └── abort ──> aborted
+    waiting | running ──worker lost──> queued (again) or failed (out of attempts)
+
+Every change of status is a conditional UPDATE (``transition``) whose row count
+is checked, so two processes never move the same job; each one is recorded as
+a ``JobTransition`` and published as a ``status`` event.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import models, transaction
+from django.utils import timezone
+
+
+class Status(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    WAITING = "waiting", "Waiting for resources"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+    ABORTED = "aborted", "Aborted"
+
+
+TERMINAL = (Status.DONE, Status.FAILED, Status.ABORTED)
+PENDING = (Status.QUEUED, Status.WAITING)
+ACTIVE = (Status.QUEUED, Status.WAITING, Status.RUNNING)
+
+
+class Job(models.Model):
+    kind = models.CharField(max_length=40)
+    name = models.CharField(max_length=200)
+    group = models.CharField(max_length=200, blank=True, db_index=True)
+    notes = models.TextField(blank=True)
+    owner = models.ForeignKey(User, on_delete=models.CASCADE, related_name="jobs")
+    params = models.JSONField(default=dict, blank=True)
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    error = models.TextField(blank=True)
+    progress = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    queued_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    # What the job asked for: {"device": "cpu" | "gpu", "count": n} or
+    # {"device": "gpu", "ids": [0, 2]}; and what it holds while it runs:
+    # {"host": "...", "devices": ["gpu0", "gpu2"]}.
+    resources = models.JSONField(default=dict, blank=True)
+    held = models.JSONField(default=dict, blank=True)
+    worker = models.CharField(max_length=64, blank=True)
+    attempt = models.PositiveIntegerField(default=0)
+    abort_requested = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind} #{self.pk})"
+
+    @property
+    def folder(self) -> Path:
+        return settings.JOBS_DIR / str(self.pk)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    @property
+    def device_class(self) -> str:
+        return self.resources.get("device", "cpu")
+
+    def can_change(self, user: Any) -> bool:
+        """Only the owner or staff may rename, annotate, abort or delete."""
+        return bool(user.is_authenticated and (user.is_staff or user.pk == self.owner_id))
+
+    def transition(
+        self, to: str, frm: tuple[str, ...] | list[str], message: str = "",
+        expect: dict[str, Any] | None = None, **fields: Any,
+    ) -> bool:
+        """Move to ``to`` if the job is still in one of ``frm`` (and matches
+        ``expect``); set ``fields``; record and publish the change. Returns
+        False, changing nothing, when another process moved the job first."""
+        from .events import publish
+
+        now = timezone.now()
+        if to in TERMINAL:
+            fields.setdefault("finished_at", now)
+        if to == Status.DONE:
+            fields.setdefault("progress", 1.0)
+        with transaction.atomic():
+            updated = Job.objects.filter(pk=self.pk, status__in=list(frm), **(expect or {})).update(status=to, **fields)
+            if not updated:
+                return False
+            JobTransition.objects.create(job_id=self.pk, status=to, at=now, message=message)
+        self.refresh_from_db()
+        publish(self, "status", {"status": to, "message": message, "progress": self.progress})
+        return True
+
+    def elapsed_seconds(self) -> float | None:
+        if not self.started_at:
+            return None
+        end = self.finished_at or timezone.now()
+        return (end - self.started_at).total_seconds()
+
+    def eta_seconds(self) -> float | None:
+        """Time left, extrapolated from the progress made since the start."""
+        elapsed = self.elapsed_seconds()
+        if self.status != Status.RUNNING or not elapsed or self.progress <= 0.0:
+            return None
+        return elapsed * (1.0 - self.progress) / self.progress
+
+    def queue_position(self) -> int | None:
+        """1 for the next job to get devices of its class, None once running."""
+        if self.status not in PENDING:
+            return None
+        ahead = Job.objects.filter(
+            status__in=PENDING, resources__device=self.device_class, queued_at__lt=self.queued_at
+        ).count()
+        return ahead + 1
+
+    def delete_with_folder(self) -> None:
+        folder = self.folder
+        self.delete()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class JobTransition(models.Model):
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="transitions")
+    status = models.CharField(max_length=10, choices=Status.choices)
+    at = models.DateTimeField(default=timezone.now)
+    message = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+
+class Worker(models.Model):
+    """A running Celery worker process. ``id`` is new at every start, so a
+    restarted worker is never mistaken for the one that held a job before."""
+
+    id = models.CharField(primary_key=True, max_length=64)
+    hostname = models.CharField(max_length=200)
+    pid = models.PositiveIntegerField()
+    queues = models.JSONField(default=list)
+    # [{"id": "gpu0", "kind": "gpu", "index": 0, "name": ..., "memory_used": ...}, ...]
+    devices = models.JSONField(default=list)
+    started_at = models.DateTimeField(default=timezone.now)
+    last_seen = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["hostname", "started_at"]
+
+    def __str__(self) -> str:
+        return f"{self.hostname} ({self.id[:8]})"
+
+    @classmethod
+    def alive(cls) -> models.QuerySet[Worker]:
+        cutoff = timezone.now() - timezone.timedelta(seconds=settings.WORKER_DEAD_AFTER_SECONDS)
+        return cls.objects.filter(last_seen__gte=cutoff)

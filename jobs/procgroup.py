@@ -1,0 +1,64 @@
+"""Supervisor of one job's process group: ``python jobs/procgroup.py PARENT_PID GRACE -- CMD...``.
+
+A worker starts this in a new session, and it starts the job's command as
+the leader of a process group of its own (the job's group). It exists so that no job process outlives its worker:
+
+- it asks the kernel for SIGTERM when its parent (the worker) dies;
+- on SIGTERM, from that or from an abort, it passes SIGTERM to the whole
+  group, waits GRACE seconds, then SIGKILLs whatever is left;
+- when the command ends, it kills any process the command left behind.
+
+It imports nothing of the app, so it starts in milliseconds.
+"""
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:  # the group is already empty
+        pass
+
+
+def main(argv: list[str]) -> int:
+    parent_pid, grace, separator, *command = argv
+    if separator != "--" or not command:
+        print("usage: procgroup.py PARENT_PID GRACE -- CMD...", file=sys.stderr)
+        return 2
+    # The handler only notes the time; the loop below acts on it, since a
+    # handler must not wait on the child while the main thread polls it.
+    stop_requested: list[float] = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop_requested.append(time.monotonic()))
+    _die_with_parent(int(parent_pid))
+    child = subprocess.Popen(command, process_group=0)
+    term_sent = kill_sent = False
+    while (code := child.poll()) is None:
+        if stop_requested and not term_sent:
+            _signal_group(child.pid, signal.SIGTERM)
+            term_sent = True
+        elif term_sent and not kill_sent and time.monotonic() - stop_requested[0] >= float(grace):
+            _signal_group(child.pid, signal.SIGKILL)
+            kill_sent = True
+        time.sleep(0.05)
+    # The command is done; anything it left in its group goes with it.
+    _signal_group(child.pid, signal.SIGKILL)
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,48 @@
+"""Sending jobs to the workers, and reading what the broker still holds."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from django.conf import settings
+
+from .bus import client
+from .models import Job
+
+QUEUES = ("cpu", "gpu")
+
+
+def queue_for(job: Job) -> str:
+    return "gpu" if job.device_class == "gpu" else "cpu"
+
+
+def enqueue(job: Job) -> None:
+    """Send only the job's id; the worker loads everything else from the database."""
+    from .tasks import run
+
+    run.apply_async(args=[job.pk], queue=queue_for(job))
+
+
+def _job_id(message: str) -> int | None:
+    try:
+        envelope = json.loads(message)
+        if isinstance(envelope, list):  # unacked entries are [message, exchange, routing key]
+            envelope = envelope[0]
+        args = json.loads(base64.b64decode(envelope["body"]))[0]
+        return int(args[0])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
+def job_ids_in_broker() -> set[int]:
+    """Ids of the jobs with a message waiting in a queue or held unacknowledged."""
+    prefix = settings.CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"]
+    redis = client()
+    messages: list[bytes] = []
+    for queue in QUEUES:
+        messages.extend(redis.lrange(prefix + queue, 0, -1))
+    messages.extend(redis.hvals(prefix + "unacked"))
+    ids = {_job_id(m.decode()) for m in messages}
+    ids.discard(None)
+    return ids  # type: ignore[return-value]

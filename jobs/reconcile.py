@@ -1,0 +1,61 @@
+"""The reconciler: finds jobs whose worker vanished, and queued jobs whose
+message the broker lost, and puts each right. Every worker runs it
+periodically; running it twice at once is harmless, since each change is a
+conditional transition."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import redis
+from django.conf import settings
+from django.utils import timezone
+
+from .models import Job, Status, Worker
+from .queue import enqueue, job_ids_in_broker
+
+log = logging.getLogger(__name__)
+
+# A queued job younger than this may simply not have reached the broker yet.
+FORGOTTEN_AFTER = timedelta(seconds=10)
+
+
+def reconcile() -> None:
+    alive = set(Worker.alive().values_list("id", flat=True))
+    for job in Job.objects.filter(status__in=[Status.WAITING, Status.RUNNING]).exclude(worker__in=alive):
+        recover(job)
+    try:
+        requeue_forgotten()
+    except redis.RedisError as exc:
+        log.warning("cannot check the broker for lost jobs: %s", exc)
+    Worker.objects.filter(last_seen__lt=timezone.now() - timedelta(days=1)).delete()
+
+
+def recover(job: Job) -> None:
+    """A job's worker stopped: requeue the job, or fail it after its last attempt."""
+    lost = Worker.objects.filter(id=job.worker).first()
+    who = f"Worker {lost.hostname}" if lost else "Its worker"
+    frm, expect = [job.status], {"worker": job.worker}
+    if job.abort_requested:
+        job.transition(Status.ABORTED, frm, f"Aborted; {who.lower()} had stopped responding", expect=expect)
+    elif job.attempt < settings.JOB_MAX_ATTEMPTS:
+        message = f"{who} stopped responding during attempt {job.attempt} of {settings.JOB_MAX_ATTEMPTS}; requeued."
+        if job.transition(Status.QUEUED, frm, message, expect=expect, worker="", progress=0.0):
+            enqueue(job)
+    else:
+        message = (f"{who} stopped responding during attempt {job.attempt}; "
+                   f"giving up after {settings.JOB_MAX_ATTEMPTS} attempts.")
+        job.transition(Status.FAILED, frm, message, expect=expect, error=message)
+
+
+def requeue_forgotten() -> None:
+    """Send again the queued jobs that no broker message carries (Redis lost them)."""
+    stale = Job.objects.filter(status=Status.QUEUED, queued_at__lt=timezone.now() - FORGOTTEN_AFTER)
+    if not stale.exists():
+        return
+    in_broker = job_ids_in_broker()
+    for job in stale:
+        if job.pk not in in_broker:
+            log.info("job %s was not in the broker; sending it again", job.pk)
+            enqueue(job)

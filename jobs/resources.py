@@ -1,0 +1,61 @@
+"""The resources snapshot: live workers, their devices, which job holds
+which device, and the queue of jobs waiting, in order. Read from the
+database, where workers report every few seconds and running jobs record
+the devices they hold."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .models import PENDING, Job, Status, Worker
+
+
+def _machines() -> dict[str, list[dict[str, Any]]]:
+    """Devices per machine; two workers on one machine share its devices."""
+    machines: dict[str, list[dict[str, Any]]] = {}
+    for worker in Worker.alive().order_by("last_seen"):
+        machines[worker.hostname] = worker.devices
+    return machines
+
+
+def _holders() -> dict[tuple[str, str], Job]:
+    holders = {}
+    for job in Job.objects.filter(status=Status.RUNNING).select_related("owner"):
+        for device in job.held.get("devices", []):
+            holders[(job.held.get("host", ""), device)] = job
+    return holders
+
+
+def free_counts() -> dict[str, dict[str, int]]:
+    """{"gpu": {"free": n, "total": m}, "cpu": {...}} over all live machines."""
+    holders = _holders()
+    counts = {"gpu": {"free": 0, "total": 0}, "cpu": {"free": 0, "total": 0}}
+    for host, devices in _machines().items():
+        for device in devices:
+            entry = counts[device["kind"]]
+            entry["total"] += 1
+            entry["free"] += (host, device["id"]) not in holders
+    return counts
+
+
+def snapshot() -> dict[str, Any]:
+    holders = _holders()
+    workers = []
+    for worker in Worker.alive():
+        devices = []
+        for device in worker.devices:
+            job = holders.get((worker.hostname, device["id"]))
+            holder = {"id": job.pk, "name": job.name, "owner": job.owner.username} if job else None
+            devices.append({**device, "job": holder})
+        workers.append({
+            "id": worker.id, "hostname": worker.hostname, "pid": worker.pid, "queues": worker.queues,
+            "started_at": worker.started_at.isoformat(), "last_seen": worker.last_seen.isoformat(),
+            "devices": devices,
+        })
+    pending = Job.objects.filter(status__in=PENDING).select_related("owner").order_by("queued_at", "id")
+    queue = [
+        {"id": job.pk, "name": job.name, "owner": job.owner.username, "status": job.status,
+         "device": job.device_class, "resources": job.resources}
+        for job in pending
+    ]
+    return {"workers": workers, "counts": free_counts(), "queue": queue}

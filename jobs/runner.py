@@ -1,0 +1,156 @@
+"""Runs one job inside a worker: claim, lease devices, launch its process
+group, relay its events and log, record the outcome.
+
+``run_job`` is a plain function the Celery task calls with a job id. It is
+safe to call twice for the same job: the claim is a conditional UPDATE, and
+the second caller returns without doing anything.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import redis
+from django.conf import settings
+from django.db.models import F
+from django.utils import timezone
+
+from trainer import events as eventlog
+
+from . import kinds, leases
+from .bus import Forwarder
+from .logfile import LogTail, tail_lines
+from .models import Job, Status
+from .workerinfo import WorkerInfo
+
+log = logging.getLogger(__name__)
+
+PROCGROUP = Path(__file__).with_name("procgroup.py")
+WAIT_POLL_SECONDS = 0.2
+RELAY_POLL_SECONDS = 0.1
+ABORT_POLL_SECONDS = 0.5
+PROGRESS_WRITE_SECONDS = 1.0
+LOG_LINES_PER_EVENT = 200
+
+
+def run_job(job_id: int, worker: WorkerInfo) -> None:
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None:
+        return
+    claimed = job.transition(
+        Status.WAITING, frm=[Status.QUEUED], message=f"Claimed by worker {worker.host}",
+        worker=worker.id, attempt=F("attempt") + 1,
+    )
+    if not claimed:
+        return  # a duplicated delivery, or aborted while queued
+    devices = wait_for_devices(job, worker)
+    if devices is None:
+        return
+    try:
+        held = {"host": worker.host, "devices": devices}
+        label = ", ".join(devices)
+        if job.transition(Status.RUNNING, frm=[Status.WAITING], message=f"Running on {worker.host}: {label}",
+                          held=held, started_at=timezone.now()):
+            finish(job, supervise(job, launch(job, devices)))
+    finally:
+        leases.release(worker.host, devices, job.pk)
+
+
+def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | None:
+    """Block until the job's devices are leased; None if it left the queue
+    meanwhile (aborted) or can never run here (then it is failed)."""
+    candidates, count, problem = worker.candidates(job.resources)
+    if problem:
+        job.transition(Status.FAILED, frm=[Status.WAITING], message=problem, error=problem)
+        return None
+    while True:
+        job.refresh_from_db(fields=["status"])
+        if job.status != Status.WAITING:
+            return None
+        if not _older_job_waiting(job, worker):
+            try:
+                taken = leases.acquire(worker.host, candidates, count, job.pk)
+            except redis.RedisError as exc:
+                log.warning("cannot lease devices for job %s yet: %s", job.pk, exc)
+                taken = None
+            if taken:
+                return taken
+        time.sleep(WAIT_POLL_SECONDS)
+
+
+def _older_job_waiting(job: Job, worker: WorkerInfo) -> bool:
+    """Jobs get devices first come, first served among those waiting here."""
+    return Job.objects.filter(
+        status=Status.WAITING, worker=worker.id, resources__device=job.device_class, queued_at__lt=job.queued_at
+    ).exists()
+
+
+def launch(job: Job, devices: list[str]) -> subprocess.Popen:
+    folder = job.folder
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {**job.params, "job_id": job.pk, "devices": devices}
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    env = {**os.environ, "PYTHONPATH": str(settings.BASE_DIR), "PYTHONUNBUFFERED": "1"}
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(d.removeprefix("gpu") for d in devices if d.startswith("gpu"))
+    command = kinds.get(job.kind).command(job)
+    argv = [sys.executable, str(PROCGROUP), str(os.getpid()), str(settings.JOB_ABORT_GRACE_SECONDS), "--", *command]
+    with open(folder / "log.txt", "ab") as log_file:
+        return subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                cwd=folder, env=env, start_new_session=True)
+
+
+def supervise(job: Job, process: subprocess.Popen) -> int:
+    """Relay the job's log and events until its process group ends; pass on
+    an abort. Returns the exit code."""
+    forwarder = Forwarder(job.pk, job.folder)
+    log_tail = LogTail(job.folder / "log.txt")
+    progress_written = job.progress
+    last_progress_write = last_abort_check = 0.0
+    abort_sent = False
+    while True:
+        code = process.poll()
+        lines = log_tail.read_lines()
+        for start in range(0, len(lines), LOG_LINES_PER_EVENT):
+            eventlog.append(job.folder, "log", {"lines": lines[start:start + LOG_LINES_PER_EVENT]})
+        for event in forwarder.forward():
+            if event["kind"] == "progress":
+                job.progress = float(event["data"]["progress"])
+        now = time.monotonic()
+        if job.progress != progress_written and (now - last_progress_write >= PROGRESS_WRITE_SECONDS or code is not None):
+            Job.objects.filter(pk=job.pk).update(progress=job.progress)
+            progress_written, last_progress_write = job.progress, now
+        if code is not None:
+            return code
+        if not abort_sent and now - last_abort_check >= ABORT_POLL_SECONDS:
+            last_abort_check = now
+            if Job.objects.filter(pk=job.pk, abort_requested=True).exists():
+                process.send_signal(signal.SIGTERM)  # the supervisor ends the group
+                abort_sent = True
+        time.sleep(RELAY_POLL_SECONDS)
+
+
+def finish(job: Job, code: int) -> None:
+    job.refresh_from_db()
+    if job.abort_requested:
+        job.transition(Status.ABORTED, frm=[Status.RUNNING], message="Aborted")
+    elif code == 0:
+        job.transition(Status.DONE, frm=[Status.RUNNING], message="Finished")
+    else:
+        message = failure_message(job, code)
+        job.transition(Status.FAILED, frm=[Status.RUNNING], message=message, error=message)
+
+
+def failure_message(job: Job, code: int) -> str:
+    """The job's own error event if it wrote one, else its exit code and last log lines."""
+    errors = [e for e in eventlog.read_all(job.folder) if e["kind"] == "error"]
+    if errors:
+        return str(errors[-1]["data"]["message"])
+    tail = tail_lines(job.folder / "log.txt", 10)
+    return f"The job's process exited with code {code}." + ("\n" + "\n".join(tail) if tail else "")

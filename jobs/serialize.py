@@ -1,0 +1,55 @@
+"""Plain-dict views of jobs and workers, shared by the JSON API, the live
+streams and the templates' data attributes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+
+from . import kinds
+from .models import Job, JobTransition
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value else None
+
+
+def job_summary(job: Job) -> dict[str, Any]:
+    return {
+        "id": job.pk,
+        "kind": job.kind,
+        "category": kinds.get(job.kind).category if job.kind in kinds.names() else "",
+        "name": job.name,
+        "group": job.group,
+        "owner": job.owner.username,
+        "status": job.status,
+        "status_label": job.get_status_display(),
+        "progress": job.progress,
+        "created_at": _iso(job.created_at),
+        "started_at": _iso(job.started_at),
+        "finished_at": _iso(job.finished_at),
+        "elapsed_seconds": job.elapsed_seconds(),
+        "eta_seconds": job.eta_seconds(),
+        "queue_position": job.queue_position(),
+        "url": reverse("job", args=[job.pk]),
+    }
+
+
+def transition(t: JobTransition) -> dict[str, Any]:
+    return {"status": t.status, "at": _iso(t.at), "message": t.message}
+
+
+def job_detail(job: Job) -> dict[str, Any]:
+    return {
+        **job_summary(job),
+        "notes": job.notes,
+        "params": job.params,
+        "resources": job.resources,
+        "held": job.held,
+        "worker": job.worker,
+        "attempt": job.attempt,
+        "abort_requested": job.abort_requested,
+        "error": job.error,
+        "history": [transition(t) for t in job.transitions.all()],
+    }

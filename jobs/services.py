@@ -1,0 +1,95 @@
+"""What a user can do to jobs. Views and the API call these, so pages and
+the JSON API share one set of rules and messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.db.models import Q, QuerySet
+
+from . import kinds
+from .models import ACTIVE, PENDING, Job, JobTransition, Status
+from .queue import enqueue
+
+
+class ActionError(Exception):
+    """A request that does not fit the job's state or the user's rights."""
+
+    def __init__(self, message: str, status: int = 409) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def require_change(job: Job, user: User) -> None:
+    if not job.can_change(user):
+        raise ActionError("Only the job's owner or staff may change it.", status=403)
+
+
+def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources: dict[str, Any],
+           group: str = "", notes: str = "") -> Job:
+    kinds.get(kind)  # an unknown kind is a programming error, not a user's
+    with transaction.atomic():
+        job = Job.objects.create(kind=kind, name=name, group=group, notes=notes, owner=owner,
+                                 params=params, resources=resources)
+        JobTransition.objects.create(job=job, status=Status.QUEUED, message="Submitted")
+        transaction.on_commit(lambda: _announce_and_enqueue(job))
+    return job
+
+
+def _announce_and_enqueue(job: Job) -> None:
+    from .events import publish
+
+    publish(job, "status", {"status": Status.QUEUED, "message": "Submitted", "progress": 0.0})
+    enqueue(job)
+
+
+def abort(job: Job, user: User) -> None:
+    require_change(job, user)
+    if job.transition(Status.ABORTED, frm=PENDING, message=f"Aborted by {user.username} before it ran"):
+        return
+    if Job.objects.filter(pk=job.pk, status=Status.RUNNING).update(abort_requested=True):
+        from .events import publish
+
+        publish(job, "abort", {"by": user.username})
+        return
+    job.refresh_from_db()
+    raise ActionError(f"The job is {job.get_status_display().lower()}; only queued, waiting or running jobs can be aborted.")
+
+
+def clone(job: Job, user: User) -> Job:
+    """A new job with the same settings, owned by whoever clones it."""
+    return submit(user, job.kind, f"{job.name} (clone)", dict(job.params), dict(job.resources),
+                  group=job.group, notes=job.notes)
+
+
+def delete(job: Job, user: User) -> None:
+    require_change(job, user)
+    if job.status in ACTIVE:
+        raise ActionError("The job is still active; abort it before deleting it.")
+    job.delete_with_folder()
+
+
+def update(job: Job, user: User, changes: dict[str, str]) -> Job:
+    """Rename, regroup or annotate."""
+    require_change(job, user)
+    allowed = {k: v for k, v in changes.items() if k in ("name", "group", "notes")}
+    if allowed:
+        Job.objects.filter(pk=job.pk).update(**allowed)
+        job.refresh_from_db()
+    return job
+
+
+def filtered_jobs(params: dict[str, str]) -> QuerySet[Job]:
+    jobs = Job.objects.select_related("owner")
+    if params.get("category"):
+        jobs = jobs.filter(kind__in=kinds.names_in(params["category"]))
+    if params.get("status"):
+        jobs = jobs.filter(status__in=params["status"].split(","))
+    if params.get("q"):
+        q = params["q"]
+        jobs = jobs.filter(Q(name__icontains=q) | Q(group__icontains=q) | Q(owner__username__icontains=q)
+                           | Q(kind__icontains=q))
+    return jobs

@@ -1,0 +1,172 @@
+// Home page: job tabs with filter, sort, collapsible groups, bulk actions,
+// and live status and progress from the page's stream.
+import { on, api } from "../js/live.js";
+import { duration, elapsed, el, progressBar, when } from "../js/format.js";
+
+const categories = JSON.parse(document.getElementById("tabs-data").textContent);
+const jobs = new Map();
+for (const tab of categories) for (const job of tab.jobs) jobs.set(job.id, job);
+const lastSeq = new Map();
+const selected = new Set();
+const collapsed = new Set(JSON.parse(localStorage.getItem("collapsed-groups") || "[]"));
+let activeTab = JSON.parse(document.getElementById("active-tab").textContent);
+let sortKey = "created_at", sortDescending = true;
+
+const table = document.getElementById("jobs-table");
+const filter = document.getElementById("filter");
+
+function sortValue(job) {
+  if (sortKey === "elapsed") return elapsed(job) ?? -1;
+  return job[sortKey] ?? "";
+}
+
+function compare(a, b) {
+  const x = sortValue(a), y = sortValue(b);
+  const order = x < y ? -1 : x > y ? 1 : 0;
+  return sortDescending ? -order : order;
+}
+
+function matches(job, text) {
+  if (!text) return true;
+  return [job.name, job.group, job.owner, job.kind, job.status_label].join(" ").toLowerCase().includes(text);
+}
+
+function statusCell(job) {
+  const cell = el("td", { class: `status ${job.status}` }, job.status_label);
+  if (job.queue_position) cell.append(el("small", {}, ` · #${job.queue_position} in queue`));
+  return cell;
+}
+
+function row(job) {
+  const box = el("input", { type: "checkbox", "aria-label": `Select ${job.name}` });
+  box.checked = selected.has(job.id);
+  box.addEventListener("change", () => { box.checked ? selected.add(job.id) : selected.delete(job.id); updateButtons(); });
+  return el("tr", { dataset: { job: job.id } },
+    el("td", {}, box),
+    el("td", {}, el("a", { href: job.url }, job.name)),
+    el("td", {}, job.kind),
+    el("td", {}, job.owner),
+    statusCell(job),
+    el("td", {}, progressBar(job.progress, job.status)),
+    el("td", { class: "elapsed" }, duration(elapsed(job))),
+    el("td", {}, when(job.created_at)));
+}
+
+function render() {
+  document.querySelectorAll("[role=tab]").forEach((b) => b.setAttribute("aria-selected", b.dataset.tab === activeTab));
+  document.querySelectorAll("[role=tab]").forEach((b) => {
+    b.querySelector(".count").textContent = [...jobs.values()].filter((j) => j.category === b.dataset.tab).length;
+  });
+  const text = filter.value.trim().toLowerCase();
+  const shown = [...jobs.values()].filter((j) => j.category === activeTab && matches(j, text)).sort(compare);
+  const groups = new Map();
+  for (const job of shown) {
+    if (!groups.has(job.group)) groups.set(job.group, []);
+    groups.get(job.group).push(job);
+  }
+  table.querySelectorAll("tbody").forEach((b) => b.remove());
+  for (const name of [...groups.keys()].sort()) {
+    const body = el("tbody", { dataset: { group: name } });
+    if (name) {
+      const isCollapsed = collapsed.has(name);
+      const toggle = el("button", { class: "link group-toggle", "aria-expanded": !isCollapsed, onclick: () => {
+        collapsed.has(name) ? collapsed.delete(name) : collapsed.add(name);
+        localStorage.setItem("collapsed-groups", JSON.stringify([...collapsed]));
+        render();
+      } }, `${isCollapsed ? "▸" : "▾"} ${name} (${groups.get(name).length})`);
+      body.append(el("tr", { class: "group" }, el("th", { colspan: 8 }, toggle)));
+      if (isCollapsed) { table.append(body); continue; }
+    }
+    for (const job of groups.get(name)) body.append(row(job));
+    table.append(body);
+  }
+  document.getElementById("empty").hidden = shown.length > 0;
+  table.querySelectorAll("th[data-sort]").forEach((th) => {
+    th.classList.toggle("sorted", th.dataset.sort === sortKey);
+    th.classList.toggle("descending", th.dataset.sort === sortKey && sortDescending);
+  });
+  updateButtons();
+}
+
+function updateButtons() {
+  for (const id of selected) if (!jobs.has(id)) selected.delete(id);
+  document.getElementById("abort-selected").disabled = selected.size === 0;
+  document.getElementById("delete-selected").disabled = selected.size === 0;
+}
+
+async function reload() {
+  const data = await api("GET", "/api/jobs");
+  jobs.clear();
+  for (const job of data.jobs) jobs.set(job.id, job);
+  render();
+}
+
+async function bulk(action) {
+  if (action === "delete" && !confirm(`Delete ${selected.size} job(s) and their files?`)) return;
+  const data = await api("POST", "/api/jobs/bulk", { action, ids: [...selected] });
+  const failures = Object.entries(data.results).filter(([, r]) => !r.ok);
+  document.getElementById("bulk-result").textContent = failures.length
+    ? failures.map(([id, r]) => `#${id}: ${r.error}`).join(" ")
+    : `${action === "abort" ? "Aborted" : "Deleted"} ${Object.keys(data.results).length} job(s).`;
+  selected.clear();
+  await reload();
+}
+
+document.querySelectorAll("[role=tab]").forEach((button) => button.addEventListener("click", () => {
+  activeTab = button.dataset.tab;
+  history.replaceState(null, "", `?tab=${activeTab}`);
+  render();
+}));
+table.querySelectorAll("th[data-sort]").forEach((th) => th.addEventListener("click", () => {
+  sortDescending = th.dataset.sort === sortKey ? !sortDescending : false;
+  sortKey = th.dataset.sort;
+  render();
+}));
+document.getElementById("select-all").addEventListener("change", (e) => {
+  const text = filter.value.trim().toLowerCase();
+  for (const job of jobs.values()) {
+    if (job.category === activeTab && matches(job, text)) e.target.checked ? selected.add(job.id) : selected.delete(job.id);
+  }
+  render();
+});
+filter.addEventListener("input", render);
+document.getElementById("abort-selected").addEventListener("click", () => bulk("abort"));
+document.getElementById("delete-selected").addEventListener("click", () => bulk("delete"));
+
+let reloadTimer = null;
+function reloadSoon() {
+  clearTimeout(reloadTimer);
+  reloadTimer = setTimeout(reload, 250);
+}
+
+function fresh(event) {
+  if ((lastSeq.get(event.job) ?? 0) >= event.seq) return false;
+  lastSeq.set(event.job, event.seq);
+  return true;
+}
+
+on("status", (event) => {
+  if (!fresh(event)) return;
+  const job = jobs.get(event.job);
+  if (job) Object.assign(job, { status: event.data.status, progress: event.data.progress ?? job.progress });
+  // Start times and queue positions of other jobs change too: fetch the list.
+  reloadSoon();
+});
+on("progress", (event) => {
+  if (!fresh(event)) return;
+  const job = jobs.get(event.job);
+  if (!job) return;
+  job.progress = event.data.progress;
+  const tr = table.querySelector(`tr[data-job="${event.job}"]`);
+  if (tr) tr.children[5].replaceChildren(progressBar(job.progress, job.status));
+});
+on("resync", reload);
+
+setInterval(() => {
+  for (const tr of table.querySelectorAll("tr[data-job]")) {
+    const job = jobs.get(Number(tr.dataset.job));
+    if (job && job.status === "running") tr.querySelector(".elapsed").textContent = duration(elapsed(job));
+  }
+}, 1000);
+
+render();

@@ -1,0 +1,78 @@
+// Job page: status, history, progress with time left, result and log, live.
+import { on } from "../js/live.js";
+import { duration, elapsed, el, progressBar } from "../js/format.js";
+
+const job = JSON.parse(document.getElementById("job-data").textContent);
+const MAX_LOG_LINES = 1000;
+const TERMINAL = ["done", "failed", "aborted"];
+const labels = { queued: "Queued", waiting: "Waiting for resources", running: "Running", done: "Done", failed: "Failed", aborted: "Aborted" };
+
+function showProgress() {
+  document.getElementById("progress-bar").replaceChildren(progressBar(job.progress, job.status));
+  const spent = elapsed(job);
+  document.getElementById("elapsed").textContent = spent === null ? "" : `Elapsed ${duration(spent)}.`;
+  const eta = job.status === "running" && job.progress > 0 && spent ? spent * (1 - job.progress) / job.progress : null;
+  document.getElementById("eta").textContent = eta === null ? "" : `About ${duration(eta)} left.`;
+}
+
+function showStatus() {
+  const badge = document.getElementById("status");
+  badge.className = `badge ${job.status}`;
+  badge.textContent = labels[job.status];
+  for (const form of document.querySelectorAll("[data-show-when]")) {
+    form.hidden = !form.dataset.showWhen.split(" ").includes(job.status);
+  }
+  if (job.status !== "queued" && job.status !== "waiting") document.getElementById("queue").textContent = "";
+  if (TERMINAL.includes(job.status)) document.getElementById("abort-note").hidden = true;
+}
+
+on("status", (event) => {
+  const { status, message } = event.data;
+  job.status = status;
+  if (event.data.progress !== undefined) job.progress = event.data.progress;
+  if (status === "running") job.started_at = new Date(event.t * 1000).toISOString();
+  if (TERMINAL.includes(status)) job.finished_at = new Date(event.t * 1000).toISOString();
+  if (status === "failed") {
+    const box = document.getElementById("error");
+    box.textContent = message;
+    box.hidden = false;
+  }
+  const time = new Date(event.t * 1000).toISOString().replace("T", " ").slice(0, 19);
+  document.getElementById("history").append(
+    el("li", {}, el("strong", {}, labels[status]), " ", el("time", {}, time), message ? ` — ${message}` : ""));
+  showStatus();
+  showProgress();
+});
+
+on("progress", (event) => {
+  job.progress = event.data.progress;
+  showProgress();
+});
+
+on("log", (event) => {
+  const log = document.getElementById("log");
+  const stick = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
+  log.append(event.data.lines.join("\n") + "\n");
+  const lines = log.textContent.split("\n");
+  if (lines.length > MAX_LOG_LINES) log.textContent = lines.slice(-MAX_LOG_LINES).join("\n");
+  if (stick) log.scrollTop = log.scrollHeight;
+});
+
+on("result", (event) => {
+  const { device, gflops, matmuls } = event.data;
+  document.getElementById("result-text").textContent =
+    `${device}: ${gflops.toFixed(1)} GFLOP/s over ${matmuls} matrix multiplications.`;
+  document.getElementById("result").hidden = false;
+});
+
+on("abort", () => { document.getElementById("abort-note").hidden = false; });
+
+for (const form of document.querySelectorAll("form[data-confirm]")) {
+  form.addEventListener("submit", (e) => { if (!confirm(form.dataset.confirm)) e.preventDefault(); });
+}
+
+setInterval(() => { if (job.status === "running") showProgress(); }, 1000);
+showStatus();
+showProgress();
+const log = document.getElementById("log");
+log.scrollTop = log.scrollHeight;

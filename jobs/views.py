@@ -1,0 +1,137 @@
+"""Pages for jobs. Each view checks permission, makes one call, then renders
+or redirects; the rules live in ``services``."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from trainer import events as eventlog
+
+from . import bus, kinds, resources, serialize, services, sse
+from .forms import DeviceCheckForm, JobEditForm
+from .logfile import tail_lines
+from .models import Job
+
+LOG_TAIL_LINES = 200
+
+
+def _stream_position() -> str | None:
+    """Where the shared stream ends now, so the page's stream starts there."""
+    try:
+        last = bus.client().xrevrange(bus.jobs_stream(), count=1)
+    except bus.redis.RedisError:
+        return None
+    return last[0][0].decode() if last else "0-0"
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    tabs = []
+    for category, label in kinds.CATEGORIES:
+        rows = [serialize.job_summary(job) for job in services.filtered_jobs({"category": category})]
+        tabs.append({"id": category, "label": label, "jobs": rows})
+    active = request.GET.get("tab") or next((t["id"] for t in tabs if t["jobs"]), "datasets")
+    return render(request, "jobs/home.html", {"tabs": tabs, "active_tab": active, "since": _stream_position()})
+
+
+@login_required
+def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = get_object_or_404(Job.objects.select_related("owner"), pk=job_id)
+    history = eventlog.read_all(job.folder)
+    context = {
+        "job": job,
+        "detail": serialize.job_detail(job),
+        "can_change": job.can_change(request.user),
+        "log_lines": tail_lines(job.folder / "log.txt", LOG_TAIL_LINES),
+        "since": history[-1]["seq"] if history else 0,
+        "result": next((e["data"] for e in reversed(history) if e["kind"] == "result"), None),
+        "edit_form": JobEditForm(instance=job),
+    }
+    return render(request, "jobs/job.html", context)
+
+
+@login_required
+def new_device_check(request: HttpRequest) -> HttpResponse:
+    form = DeviceCheckForm(request.POST or None, initial={"name": "Device check"})
+    if request.method == "POST" and form.is_valid():
+        job = form.submit(request.user)
+        return redirect("job", job.pk)
+    return render(request, "jobs/new_device_check.html", {"form": form})
+
+
+@login_required
+def resources_page(request: HttpRequest) -> HttpResponse:
+    return render(request, "jobs/resources.html", {"snapshot": resources.snapshot()})
+
+
+def _act(request: HttpRequest, job_id: int, action, done: str) -> HttpResponse:
+    job = get_object_or_404(Job, pk=job_id)
+    try:
+        result = action(job, request.user)
+    except services.ActionError as exc:
+        messages.error(request, exc.message)
+        return redirect("job", job.pk) if Job.objects.filter(pk=job.pk).exists() else redirect("home")
+    messages.success(request, done)
+    return redirect("job", result.pk) if isinstance(result, Job) else redirect("job", job.pk)
+
+
+@login_required
+@require_POST
+def abort(request: HttpRequest, job_id: int) -> HttpResponse:
+    return _act(request, job_id, services.abort, "Abort requested.")
+
+
+@login_required
+@require_POST
+def clone(request: HttpRequest, job_id: int) -> HttpResponse:
+    return _act(request, job_id, services.clone, "Cloned as a new job of yours.")
+
+
+@login_required
+@require_POST
+def delete(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = get_object_or_404(Job, pk=job_id)
+    try:
+        services.delete(job, request.user)
+    except services.ActionError as exc:
+        messages.error(request, exc.message)
+        return redirect("job", job_id)
+    messages.success(request, f"Deleted “{job.name}”.")
+    return redirect("home")
+
+
+@login_required
+@require_POST
+def edit(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = get_object_or_404(Job, pk=job_id)
+    form = JobEditForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Not saved: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        return redirect("job", job_id)
+    try:
+        services.update(job, request.user, form.cleaned_data)
+    except services.ActionError as exc:
+        messages.error(request, exc.message)
+    return redirect("job", job_id)
+
+
+async def job_events(request: HttpRequest, job_id: int) -> HttpResponse:
+    if refused := await sse.signed_in(request):
+        return refused
+    job = await Job.objects.filter(pk=job_id).afirst()
+    if job is None:
+        return JsonResponse({"error": "No such job."}, status=404)
+    last = request.headers.get("Last-Event-ID") or request.GET.get("since") or "0"
+    after = int(last) if last.isdigit() else 0
+    return sse.event_stream(sse.job_events(job.pk, job.folder, after))
+
+
+async def jobs_events(request: HttpRequest) -> HttpResponse:
+    if refused := await sse.signed_in(request):
+        return refused
+    since = request.headers.get("Last-Event-ID") or request.GET.get("since") or None
+    return sse.event_stream(sse.jobs_events(since, detailed=request.GET.get("detail") == "resources"))

@@ -1,0 +1,82 @@
+"""The worker process's own life: register at start, beat every few
+seconds (liveness, device readings, lease refresh, reconciling), and leave
+cleanly at shutdown. Hooked to Celery's worker signals."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from celery.signals import worker_ready, worker_shutdown
+from django.conf import settings
+from django.db import close_old_connections
+from django.utils import timezone
+
+from . import leases
+from .devices import inventory
+from .models import Job, Status, Worker
+from .reconcile import reconcile
+from .workerinfo import WorkerInfo
+
+log = logging.getLogger(__name__)
+
+RECONCILE_EVERY_BEATS = 3
+
+_current: WorkerInfo | None = None
+_stop = threading.Event()
+
+
+def current() -> WorkerInfo:
+    if _current is None:
+        raise RuntimeError("jobs run only inside a worker started with `manage.py worker`")
+    return _current
+
+
+def beat(info: WorkerInfo) -> None:
+    info.devices = inventory(settings.CPU_SLOTS)
+    Worker.objects.update_or_create(
+        id=info.id,
+        defaults={"hostname": info.host, "devices": info.devices, "last_seen": timezone.now()},
+        create_defaults={"hostname": info.host, "devices": info.devices, "pid": os.getpid(), "queues": _queues()},
+    )
+    for job in Job.objects.filter(worker=info.id, status=Status.RUNNING):
+        leases.refresh(info.host, job.held.get("devices", []), job.pk)
+
+
+def _queues() -> list[str]:
+    from celery import current_app
+
+    return sorted(q.name for q in current_app.amqp.queues.consume_from.values())
+
+
+def _heartbeat_loop(info: WorkerInfo) -> None:
+    beats = 0
+    while not _stop.wait(settings.WORKER_HEARTBEAT_SECONDS):
+        try:
+            beat(info)
+            beats += 1
+            if beats % RECONCILE_EVERY_BEATS == 0:
+                reconcile()
+        except Exception:  # a database or Redis outage must not end the heartbeat
+            log.exception("worker heartbeat failed; retrying")
+        finally:
+            close_old_connections()
+
+
+@worker_ready.connect
+def on_worker_ready(**kwargs: object) -> None:
+    global _current
+    _current = WorkerInfo.for_this_process(settings.CPU_SLOTS)
+    beat(_current)
+    reconcile()
+    close_old_connections()
+    threading.Thread(target=_heartbeat_loop, args=(_current,), name="heartbeat", daemon=True).start()
+    log.info("worker %s on %s offers %s", _current.id, _current.host, [d["id"] for d in _current.devices])
+
+
+@worker_shutdown.connect
+def on_worker_shutdown(**kwargs: object) -> None:
+    _stop.set()
+    if _current is not None:
+        Worker.objects.filter(id=_current.id).delete()

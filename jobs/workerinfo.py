@@ -1,0 +1,42 @@
+"""What a worker process knows about itself: its id, its machine, its devices."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from .devices import inventory
+
+
+@dataclass
+class WorkerInfo:
+    id: str
+    host: str
+    devices: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def for_this_process(cls, cpu_slots: int) -> WorkerInfo:
+        host = os.environ.get("WORKER_HOST") or socket.gethostname()
+        return cls(id=uuid.uuid4().hex, host=host, devices=inventory(cpu_slots))
+
+    def device_ids(self, kind: str) -> list[str]:
+        return [d["id"] for d in self.devices if d["kind"] == kind]
+
+    def candidates(self, resources: dict[str, Any]) -> tuple[list[str], int, str]:
+        """The devices that may serve a request, how many it needs, and a
+        message when this worker can never serve it."""
+        kind = resources.get("device", "cpu")
+        have = self.device_ids(kind)
+        if "ids" in resources:
+            wanted = [f"{kind}{i}" for i in resources["ids"]]
+            missing = [d for d in wanted if d not in have]
+            if missing:
+                return [], 0, f"Worker {self.host} has no device {', '.join(missing)}."
+            return wanted, len(wanted), ""
+        count = int(resources.get("count", 1))
+        if count > len(have):
+            return [], 0, f"The job asks for {count} {kind.upper()} device(s); worker {self.host} has {len(have)}."
+        return have, count, ""

@@ -1,0 +1,36 @@
+"""The process of the test-only ``sleep`` job kind: ``python -m tests.sleeper config.json``.
+
+Config: ``steps`` (count), ``step_seconds``, and ``exit_code`` (to fail on
+purpose, after writing an ``error`` event); ``ignore_term`` makes it ignore
+SIGTERM so tests can check the SIGKILL after the grace period.
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from trainer import events
+
+
+def main(config_path: str) -> int:
+    job_dir = Path(config_path).parent
+    config = json.loads(Path(config_path).read_text())
+    if config.get("ignore_term"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    events.append(job_dir, "started", {"pid": os.getpid(), "t": time.time()})
+    steps = int(config.get("steps", 5))
+    for step in range(1, steps + 1):
+        time.sleep(float(config.get("step_seconds", 0.1)))
+        print(f"step {step} of {steps}", flush=True)
+        events.append(job_dir, "progress", {"progress": step / steps, "step": step})
+    code = int(config.get("exit_code", 0))
+    if code:
+        events.append(job_dir, "error", {"message": f"failed on purpose with code {code}"})
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

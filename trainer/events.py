@@ -1,0 +1,79 @@
+"""The job event log: ``events.jsonl`` in a job folder, one JSON object a line.
+
+Every event has a sequence number (``seq``, from 1, no gaps), a wall-clock
+time (``t``, seconds since the epoch), a ``kind`` and a ``data`` object. The
+file is the record; the worker forwards new lines to the live bus. Several
+processes may append (the job itself, its worker, the web app), so appends
+take an exclusive ``flock`` and number the event under it.
+"""
+
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+FILENAME = "events.jsonl"
+
+
+def _last_seq(handle: Any) -> int:
+    """Read the sequence number of the file's last line, scanning back from the end."""
+    end = handle.seek(0, os.SEEK_END)
+    if end == 0:
+        return 0
+    chunk = min(end, 4096)
+    while True:
+        handle.seek(end - chunk)
+        tail = handle.read(chunk)
+        lines = tail.rstrip(b"\n").split(b"\n")
+        if len(lines) > 1 or chunk == end:
+            return int(json.loads(lines[-1])["seq"])
+        chunk = min(end, chunk * 4)
+
+
+def append(job_dir: Path | str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Append one event and return it, numbered."""
+    path = Path(job_dir) / FILENAME
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            event = {"seq": _last_seq(handle) + 1, "t": time.time(), "kind": kind, "data": data}
+            handle.seek(0, os.SEEK_END)
+            handle.write(json.dumps(event, separators=(",", ":")).encode() + b"\n")
+            handle.flush()
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    return event
+
+
+class Reader:
+    """Reads a job's events incrementally: each ``read()`` returns the complete
+    lines added since the last call, without re-reading the file."""
+
+    def __init__(self, job_dir: Path | str, after_seq: int = 0) -> None:
+        self.path = Path(job_dir) / FILENAME
+        self.offset = 0
+        self.after_seq = after_seq
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.offset)
+                block = handle.read()
+        except FileNotFoundError:
+            return []
+        complete = block.rfind(b"\n") + 1
+        self.offset += complete
+        events = []
+        for line in block[:complete].splitlines():
+            event = json.loads(line)
+            if event["seq"] > self.after_seq:
+                events.append(event)
+        if events:
+            self.after_seq = events[-1]["seq"]
+        return events
+
+
+def read_all(job_dir: Path | str, after_seq: int = 0) -> list[dict[str, Any]]:
+    return Reader(job_dir, after_seq).read()

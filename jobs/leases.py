@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.conf import settings
+
 from .bus import client, key
 
-LEASE_TTL_MS = 20_000
+
+def ttl_ms() -> int:
+    """A lease lives as long as its worker counts as alive without a heartbeat,
+    so a dead worker's devices come free when the reconciler requeues its jobs."""
+    return int(settings.WORKER_DEAD_AFTER_SECONDS * 1000)
 
 # KEYS: candidate lease keys in order of preference. ARGV: count, job id, ttl.
 # Takes the first `count` free keys, or none; returns the keys taken.
@@ -40,7 +46,7 @@ def acquire(host: str, candidates: list[str], count: int, job_id: int) -> list[s
     if count > len(candidates):
         return None
     keys = [lease_key(host, device) for device in candidates]
-    taken = client().eval(_ACQUIRE, len(keys), *keys, count, job_id, LEASE_TTL_MS)
+    taken = client().eval(_ACQUIRE, len(keys), *keys, count, job_id, ttl_ms())
     if not taken:
         return None
     prefix = lease_key(host, "")
@@ -52,7 +58,7 @@ def refresh(host: str, devices: Iterable[str], job_id: int) -> None:
     lost with a restarted Redis come back."""
     pipe = client().pipeline(transaction=False)
     for device in devices:
-        pipe.set(lease_key(host, device), job_id, px=LEASE_TTL_MS)
+        pipe.set(lease_key(host, device), job_id, px=ttl_ms())
     pipe.execute()
 
 

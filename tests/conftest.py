@@ -1,0 +1,84 @@
+"""Fixtures shared by the suite: users, a real worker and a real web server
+over the test database, and the suite's own Redis."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+
+from tests import plugin
+from tests.processes import database_url, start_web, start_worker, wait_for
+from tests.redisserver import free_port
+
+
+@pytest.fixture
+def db_url(transactional_db) -> str:
+    """DATABASE_URL for subprocesses: the test database, committed data only."""
+    return database_url(connection.settings_dict)
+
+
+@pytest.fixture
+def log_dir(tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def worker_factory(db_url, log_dir):
+    """Start workers on demand; each registers itself before it is returned."""
+    from jobs.models import Worker
+
+    started = []
+
+    def start(name: str = "worker", **env: str):
+        before = set(Worker.objects.values_list("id", flat=True))
+        service = start_worker(db_url, log_dir, name, **env)
+        started.append(service)
+
+        def registered():
+            if service.process.poll() is not None:
+                raise AssertionError(f"the worker exited:\n{service.output()}")
+            return set(Worker.objects.values_list("id", flat=True)) - before
+
+        service.worker_id = wait_for(registered, timeout=60, what="the worker to register").pop()
+        return service
+
+    yield start
+    for service in started:
+        service.stop()
+
+
+@pytest.fixture
+def worker(worker_factory):
+    return worker_factory()
+
+
+@pytest.fixture
+def web(db_url, log_dir):
+    port = free_port()
+    service = start_web(db_url, port, log_dir)
+    service.url = f"http://127.0.0.1:{port}"
+    yield service
+    service.stop()
+
+
+@pytest.fixture
+def redis_server():
+    return plugin.REDIS
+
+
+@pytest.fixture
+def alice(db):
+    return User.objects.create_user("alice", password="correct horse battery")
+
+
+@pytest.fixture
+def bob(db):
+    return User.objects.create_user("bob", password="correct horse battery")
+
+
+@pytest.fixture
+def staff(db):
+    return User.objects.create_user("root", password="correct horse battery", is_staff=True)

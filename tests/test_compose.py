@@ -1,0 +1,40 @@
+"""docker-compose.yml cannot run here (no Docker daemon, no GPU), so this
+checks what it promises: the four services, the GPU reservation, AOF, and
+volumes for the data folder and the databases."""
+
+from pathlib import Path
+
+import yaml
+
+COMPOSE = yaml.safe_load((Path(__file__).resolve().parent.parent / "docker-compose.yml").read_text())
+SERVICES = COMPOSE["services"]
+
+
+def test_it_names_the_four_services():
+    assert set(SERVICES) == {"web", "worker", "redis", "postgres"}
+
+
+def test_the_worker_reserves_nvidia_gpus_and_runs_the_worker_command():
+    devices = SERVICES["worker"]["deploy"]["resources"]["reservations"]["devices"]
+    assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
+    assert SERVICES["worker"]["command"] == "python manage.py worker"
+
+
+def test_redis_keeps_an_append_only_file_on_a_volume():
+    assert "--appendonly yes" in SERVICES["redis"]["command"]
+    assert SERVICES["redis"]["volumes"] == ["redisdata:/data"]
+
+
+def test_web_and_worker_share_the_data_volume_and_postgres():
+    for name in ("web", "worker"):
+        service = SERVICES[name]
+        assert "data:/data" in service["volumes"]
+        assert service["environment"]["DATABASE_URL"].startswith("postgres://")
+        assert service["environment"]["REDIS_URL"] == "redis://redis:6379/0"
+    assert SERVICES["postgres"]["volumes"] == ["pgdata:/var/lib/postgresql/data"]
+    assert set(COMPOSE["volumes"]) == {"data", "pgdata", "redisdata"}
+
+
+def test_the_web_service_migrates_before_serving():
+    command = SERVICES["web"]["command"]
+    assert command.index("migrate") < command.index("uvicorn")

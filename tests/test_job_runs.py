@@ -1,0 +1,99 @@
+"""Jobs run end to end through a real Celery worker, real Redis and real
+child processes."""
+
+import time
+
+from jobs import services
+from jobs.models import Status
+from jobs.queue import enqueue
+from tests.jobtools import alive, child_pid, events_of, history, submit_sleep, wait_status
+
+
+def test_a_job_runs_to_done_and_its_events_arrive_in_order(alice, worker):
+    job = submit_sleep(alice, steps=4)
+    job = wait_status(job, Status.DONE)
+
+    assert history(job) == ["queued", "waiting", "running", "done"]
+    assert job.progress == 1.0 and job.attempt == 1 and job.error == ""
+    assert job.started_at and job.finished_at and job.finished_at >= job.started_at
+    events = events_of(job)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    statuses = [e["data"]["status"] for e in events if e["kind"] == "status"]
+    assert statuses == ["queued", "waiting", "running", "done"]
+    assert [e["data"]["step"] for e in events if e["kind"] == "progress"] == [1, 2, 3, 4]
+    kinds = [e["kind"] for e in events]
+    assert kinds.index("started") < kinds.index("progress") < len(kinds) - 1 == kinds.index("status", kinds.index("progress"))
+    logged = [line for e in events if e["kind"] == "log" for line in e["data"]["lines"]]
+    assert logged == [f"step {i} of 4" for i in range(1, 5)]
+    assert (job.folder / "log.txt").read_text().splitlines() == logged
+
+
+def test_a_failing_job_is_failed_with_its_own_message(alice, worker):
+    job = wait_status(submit_sleep(alice, steps=1, exit_code=3), Status.FAILED)
+    assert job.error == "failed on purpose with code 3"
+    assert history(job)[-1] == "failed"
+
+
+def test_abort_ends_a_running_job_and_its_process(alice, worker):
+    job = submit_sleep(alice, steps=200, step_seconds=0.1)
+    pid = child_pid(job)
+    wait_status(job, Status.RUNNING)
+    services.abort(job, alice)
+    job = wait_status(job, Status.ABORTED, timeout=10)
+    assert not alive(pid)
+    assert history(job) == ["queued", "waiting", "running", "aborted"]
+
+
+def test_abort_kills_a_process_that_ignores_sigterm_after_the_grace_period(alice, worker):
+    job = submit_sleep(alice, steps=200, step_seconds=0.1, ignore_term=True)
+    pid = child_pid(job)
+    wait_status(job, Status.RUNNING)
+    asked = time.monotonic()
+    services.abort(job, alice)
+    wait_status(job, Status.ABORTED, timeout=15)
+    took = time.monotonic() - asked
+    assert not alive(pid)
+    assert took >= 1.5  # JOB_ABORT_GRACE_SECONDS in the test environment
+
+
+def test_aborting_a_queued_job_means_it_never_runs(alice, worker):
+    blocker = submit_sleep(alice, steps=30, step_seconds=0.1)
+    wait_status(blocker, Status.RUNNING)
+    queued = submit_sleep(alice, steps=1)
+    wait_status(queued, Status.WAITING, Status.QUEUED)
+    services.abort(queued, alice)
+    services.abort(blocker, alice)
+    wait_status(blocker, Status.ABORTED)
+    time.sleep(1)
+    queued = wait_status(queued, Status.ABORTED)
+    assert not events_of(queued, "started")
+    assert queued.started_at is None
+
+
+def test_two_jobs_for_one_slot_run_one_after_the_other(alice, worker):
+    first = submit_sleep(alice, steps=10, step_seconds=0.1, name="first")
+    second = submit_sleep(alice, steps=10, step_seconds=0.1, name="second")
+    wait_status(second, Status.WAITING, Status.RUNNING)
+    first, second = wait_status(first, Status.DONE), wait_status(second, Status.DONE)
+    assert first.finished_at <= second.started_at
+    assert "waiting" in history(second)
+
+
+def test_a_waiting_job_shows_its_place_in_the_queue(alice, worker):
+    jobs = [submit_sleep(alice, steps=20, step_seconds=0.1, name=f"j{i}") for i in range(3)]
+    wait_status(jobs[0], Status.RUNNING)
+    waiting = [wait_status(job, Status.WAITING) for job in jobs[1:]]
+    assert [job.queue_position() for job in waiting] == [1, 2]
+    for job in jobs:
+        services.abort(job, alice)
+
+
+def test_a_duplicated_delivery_runs_the_job_once(alice, worker):
+    job = submit_sleep(alice, steps=5)
+    enqueue(job)
+    enqueue(job)
+    job = wait_status(job, Status.DONE)
+    time.sleep(1.5)  # let the duplicates arrive and be turned away
+    assert len(events_of(job, "started")) == 1
+    assert job.attempt == 1
+    assert history(job) == ["queued", "waiting", "running", "done"]

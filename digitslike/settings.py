@@ -136,17 +136,24 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
-# A job is acknowledged only when its task returns, and each worker thread
-# takes one message at a time: a worker that dies leaves its message behind.
-CELERY_TASK_ACKS_LATE = True
+# Delivery. The database, not the broker, is the record of a job: a worker
+# claims a job with a conditional UPDATE (so a duplicated message runs it
+# once), and the reconciler requeues or fails the jobs of a worker whose
+# heartbeat stopped and re-sends queued jobs whose message was lost, at most
+# JOB_MAX_ATTEMPTS times. So a message is acknowledged as soon as a worker
+# thread starts it, and a worker fetches a message only when it has a free
+# thread: nothing of a long job stays unacknowledged in Redis, so nothing is
+# redelivered while it runs, whatever the visibility timeout. (With late
+# acknowledgement, kombu's Redis transport crashes the worker when Redis
+# restarts under a running job: it tries to restore the unacknowledged message
+# on a connection it has already dropped.)
+CELERY_TASK_ACKS_LATE = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_REJECT_ON_WORKER_LOST = False
-# Redis redelivers an unacknowledged message after the visibility timeout.
-# Jobs run for hours, so it is set past any job's length; a worker that
-# vanished is noticed by the reconciler (heartbeats) instead, and the claim
-# in the database keeps a redelivered message from running a job twice.
+CELERY_WORKER_DISABLE_PREFETCH = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 30 * 24 * 3600, minimum=60),
+    # Only a message fetched by a worker that died before starting it waits
+    # this long; the reconciler usually re-sends it sooner.
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=60),
     "global_keyprefix": f"{REDIS_PREFIX}:celery:",
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

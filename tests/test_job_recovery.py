@@ -1,0 +1,73 @@
+"""What happens when the machinery fails under a running job: the worker is
+killed, or Redis restarts."""
+
+import httpx
+
+from accounts.models import ApiToken
+from jobs.models import Status
+from tests.jobtools import alive, child_pid, events_of, history, submit_sleep, wait_status
+from tests.processes import wait_for
+from tests.sseclient import SSEClient
+
+
+def test_killing_the_worker_leaves_no_orphan_and_another_worker_requeues_the_job(alice, worker_factory):
+    doomed = worker_factory("doomed")
+    job = submit_sleep(alice, steps=100, step_seconds=0.1)
+    pid = child_pid(job)
+    doomed.kill()
+    wait_for(lambda: not alive(pid), timeout=5, what="the job's process to end with its worker")
+
+    worker_factory("rescuer")
+    job = wait_status(job, Status.DONE, timeout=60)
+    assert history(job) == ["queued", "waiting", "running", "queued", "waiting", "running", "done"]
+    requeued = job.transitions.filter(status=Status.QUEUED).order_by("at").last()
+    assert "stopped responding during attempt 1 of 3; requeued" in requeued.message
+    assert job.attempt == 2
+    assert len(events_of(job, "started")) == 2
+
+
+def test_a_process_that_ignores_sigterm_is_killed_when_its_worker_dies(alice, worker_factory):
+    doomed = worker_factory("doomed")
+    job = submit_sleep(alice, steps=100, step_seconds=0.1, ignore_term=True)
+    pid = child_pid(job)
+    doomed.kill()
+    wait_for(lambda: not alive(pid), timeout=8, what="the job's process to be killed after the grace period")
+
+
+def test_a_job_out_of_attempts_fails_with_a_message_when_its_worker_dies(alice, worker_factory):
+    doomed = worker_factory("doomed", JOB_MAX_ATTEMPTS="1")
+    job = submit_sleep(alice, steps=100, step_seconds=0.1)
+    child_pid(job)
+    doomed.kill()
+    worker_factory("rescuer", JOB_MAX_ATTEMPTS="1")
+    job = wait_status(job, Status.FAILED, timeout=30)
+    assert "stopped responding during attempt 1; giving up after 1 attempts" in job.error
+
+
+def test_restarting_redis_during_a_job_loses_nothing(alice, worker, web, redis_server):
+    _, key = ApiToken.issue(alice, "test")
+    auth = {"Authorization": f"Token {key}"}
+    job = submit_sleep(alice, steps=40, step_seconds=0.1)
+    child_pid(job)
+    listing = SSEClient(f"{web.url}/api/events", auth)
+    listing.connected.wait(10)
+
+    redis_server.stop()
+    page = httpx.get(f"{web.url}/api/jobs/{job.pk}", headers=auth, timeout=10)
+    assert page.status_code == 200 and page.json()["status"] == "running"
+    assert httpx.get(f"{web.url}/api/jobs", headers=auth, timeout=10).status_code == 200
+    redis_server.start()
+
+    job = wait_status(job, Status.DONE, timeout=60)
+    assert [e["data"]["step"] for e in events_of(job, "progress")] == list(range(1, 41))
+    assert len(events_of(job, "started")) == 1
+    wait_for(lambda: [e for e in listing.of("resync") if e["received"]], what="a resync after Redis came back")
+
+    follower = SSEClient(f"{web.url}/api/jobs/{job.pk}/events", auth)
+    wait_for(lambda: [e for e in follower.of() if e["data"]["kind"] == "status"
+                      and e["data"]["data"]["status"] == "done"], what="the job's history over SSE")
+    later = submit_sleep(alice, steps=1)
+    wait_for(lambda: [e for e in listing.of() if e["data"]["job"] == later.pk and e["data"]["data"].get("status") == "done"],
+             timeout=30, what="live updates on the listing stream after the restart")
+    listing.close()
+    follower.close()

@@ -15,4 +15,4 @@ COPY . .
 RUN python manage.py collectstatic --noinput
 
 EXPOSE 8000
-CMD ["uvicorn", "digitslike.asgi:application", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["uvicorn", "digitslike.asgi:application", "--host", "0.0.0.0", "--port", "8000", "--timeout-graceful-shutdown", "2"]

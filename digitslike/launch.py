@@ -29,6 +29,8 @@ from django.core.management import call_command  # noqa: E402
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 STOP_GRACE_SECONDS = 10
+# Open live-event streams never end by themselves; stop waiting for them after this.
+WEB_SHUTDOWN_SECONDS = 2
 
 
 class LaunchError(SystemExit):
@@ -125,7 +127,8 @@ def main() -> int:
         # the jobs when a worker starts again.
         processes["worker"] = (start("worker", [python, "manage.py", "worker"]), signal.SIGQUIT)
         processes["web"] = (start("web", [python, "-m", "uvicorn", "digitslike.asgi:application",
-                                          "--host", host, "--port", port, "--no-access-log"]), signal.SIGTERM)
+                                          "--host", host, "--port", port, "--no-access-log",
+                                          "--timeout-graceful-shutdown", str(WEB_SHUTDOWN_SECONDS)]), signal.SIGTERM)
         if redis_process:
             processes["redis"] = (redis_process, signal.SIGTERM)
         print(f"\n  digitslike is up: http://{host}:{port}/   (Ctrl-C stops it)\n", flush=True)

@@ -23,7 +23,9 @@ def jobs(request: HttpRequest) -> JsonResponse:
     kind = data.pop("kind", None)
     if kind not in CREATE_FORMS:
         raise BadRequest({"kind": [f"Choose one of: {', '.join(CREATE_FORMS)}."]})
-    form = CREATE_FORMS[kind](data)
+    form_class = CREATE_FORMS[kind]
+    defaults = {name: field.initial for name, field in form_class.base_fields.items() if field.initial is not None}
+    form = form_class({**defaults, **data})  # a field left out takes the default the page shows
     if not form.is_valid():
         raise BadRequest(form.errors.get_json_data())
     job = form.submit(request.user)
@@ -72,11 +74,12 @@ def bulk(request: HttpRequest) -> JsonResponse:
         raise BadRequest({"ids": ["Give a list of job ids."]})
     results = {}
     for found in Job.objects.filter(pk__in=ids):
+        job_id = found.pk  # a deleted job's pk becomes None
         try:
             action(found, request.user)
-            results[str(found.pk)] = {"ok": True}
+            results[str(job_id)] = {"ok": True}
         except services.ActionError as exc:
-            results[str(found.pk)] = {"ok": False, "error": exc.message, "status": exc.status}
+            results[str(job_id)] = {"ok": False, "error": exc.message, "status": exc.status}
     for missing in set(ids) - {int(k) for k in results}:
         results[str(missing)] = {"ok": False, "error": "No such job.", "status": 404}
     return JsonResponse({"results": results})

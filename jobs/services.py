@@ -60,7 +60,9 @@ def abort(job: Job, user: User) -> None:
 
 
 def clone(job: Job, user: User) -> Job:
-    """A new job with the same settings, owned by whoever clones it."""
+    """A new job with the same settings, owned by whoever clones it (the
+    owner or staff)."""
+    require_change(job, user)
     return submit(user, job.kind, f"{job.name} (clone)", dict(job.params), dict(job.resources),
                   group=job.group, notes=job.notes)
 

@@ -68,13 +68,21 @@ def resources_page(request: HttpRequest) -> HttpResponse:
     return render(request, "jobs/resources.html", {"snapshot": resources.snapshot()})
 
 
+def _refused(request: HttpRequest, job_id: int, exc: services.ActionError) -> HttpResponse:
+    """Show the job page again with the reason, under the refusal's status code
+    (403 for someone else's job, 409 for an action that does not fit its state)."""
+    messages.error(request, exc.message)
+    response = job_page(request, job_id)
+    response.status_code = exc.status
+    return response
+
+
 def _act(request: HttpRequest, job_id: int, action, done: str) -> HttpResponse:
     job = get_object_or_404(Job, pk=job_id)
     try:
         result = action(job, request.user)
     except services.ActionError as exc:
-        messages.error(request, exc.message)
-        return redirect("job", job.pk) if Job.objects.filter(pk=job.pk).exists() else redirect("home")
+        return _refused(request, job_id, exc)
     messages.success(request, done)
     return redirect("job", result.pk) if isinstance(result, Job) else redirect("job", job.pk)
 
@@ -98,8 +106,7 @@ def delete(request: HttpRequest, job_id: int) -> HttpResponse:
     try:
         services.delete(job, request.user)
     except services.ActionError as exc:
-        messages.error(request, exc.message)
-        return redirect("job", job_id)
+        return _refused(request, job_id, exc)
     messages.success(request, f"Deleted “{job.name}”.")
     return redirect("home")
 
@@ -110,12 +117,13 @@ def edit(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(Job, pk=job_id)
     form = JobEditForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Not saved: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
-        return redirect("job", job_id)
+        problems = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+        return _refused(request, job_id, services.ActionError(f"Not saved: {problems}", status=400))
     try:
         services.update(job, request.user, form.cleaned_data)
     except services.ActionError as exc:
-        messages.error(request, exc.message)
+        return _refused(request, job_id, exc)
+    messages.success(request, "Saved.")
     return redirect("job", job_id)
 
 

@@ -82,3 +82,9 @@ def bob(db):
 @pytest.fixture
 def staff(db):
     return User.objects.create_user("root", password="correct horse battery", is_staff=True)
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Users made inside the test process; the web subprocess keeps the real hashers."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

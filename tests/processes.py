@@ -80,7 +80,7 @@ def start_worker(db_url: str, log_dir: Path, name: str = "worker", **env: str) -
 
 def start_web(db_url: str, port: int, log_dir: Path) -> Service:
     service = Service([sys.executable, "-m", "uvicorn", "digitslike.asgi:application", "--host", "127.0.0.1",
-                       "--port", str(port), "--log-level", "warning"],
+                       "--port", str(port), "--log-level", "warning", "--timeout-graceful-shutdown", "1"],
                       {"DATABASE_URL": db_url}, log_dir / "web.log")
 
     def up() -> bool:

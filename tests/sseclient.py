@@ -21,6 +21,7 @@ class SSEClient:
         self.connected = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
+        self._response: httpx.Response | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
@@ -32,10 +33,11 @@ class SSEClient:
             try:
                 with httpx.stream("GET", self.url, headers=headers, timeout=httpx.Timeout(5, read=30)) as response:
                     response.raise_for_status()
+                    self._response = response
                     self.connections += 1
                     self.connected.set()
                     self._read(response)
-            except httpx.HTTPError:
+            except (httpx.HTTPError, httpx.StreamError, RuntimeError, AttributeError, OSError):
                 pass
             if not self.reconnect:
                 return
@@ -65,3 +67,9 @@ class SSEClient:
 
     def close(self) -> None:
         self._stop.set()
+        if self._response is not None:
+            try:
+                self._response.close()
+            except Exception:  # closing from another thread may race the reader; the thread is a daemon
+                pass
+        self._thread.join(2)

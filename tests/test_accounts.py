@@ -1,0 +1,70 @@
+"""Sign up, sign in and out, the first user as administrator, API tokens."""
+
+import re
+
+from django.contrib.auth.models import User
+from django.test import Client
+
+from accounts.models import ApiToken
+
+PASSWORD = "a long enough passphrase"
+
+
+def sign_up(client, username):
+    return client.post("/signup/", {"username": username, "email": "", "password1": PASSWORD,
+                                    "password2": PASSWORD})
+
+
+def test_the_first_account_is_the_administrator_and_later_ones_are_not(db):
+    first = Client()
+    assert sign_up(first, "ada").status_code == 302
+    assert first.get("/").status_code == 200  # signed in by signing up
+    assert sign_up(Client(), "bea").status_code == 302
+    ada, bea = User.objects.get(username="ada"), User.objects.get(username="bea")
+    assert ada.is_staff and ada.is_superuser
+    assert not bea.is_staff and not bea.is_superuser
+
+
+def test_sign_up_errors_are_shown_and_nothing_is_made(db):
+    response = Client().post("/signup/", {"username": "x", "password1": "a", "password2": "b"})
+    assert response.status_code == 200
+    assert "didn’t match" in response.content.decode() or "didn't match" in response.content.decode()
+    assert not User.objects.exists()
+
+
+def test_sign_in_and_out(alice):
+    client = Client()
+    assert client.get("/").status_code == 302  # to the sign-in page
+    wrong = client.post("/login/", {"username": "alice", "password": "wrong"})
+    assert wrong.status_code == 200 and "correct username and password" in wrong.content.decode()
+    assert client.post("/login/", {"username": "alice", "password": "correct horse battery"}).status_code == 302
+    assert client.get("/").status_code == 200
+    assert client.post("/logout/").status_code == 302
+    assert client.get("/").status_code == 302
+
+
+def test_tokens_are_made_shown_once_and_revoked_from_the_account_page(alice):
+    client = Client()
+    client.force_login(alice)
+    page = client.post("/account/", {"name": "laptop"}).content.decode()
+    key = re.search(r'<code id="new-token">([^<]+)</code>', page).group(1)
+    assert client.get("/account/").content.decode().count(key) == 0
+    api = Client()
+    assert api.get("/api/me", headers={"Authorization": f"Token {key}"}).status_code == 200
+    token = ApiToken.objects.get(user=alice)
+    assert token.last_used_at is not None
+    client.post(f"/account/tokens/{token.pk}/revoke")
+    assert api.get("/api/me", headers={"Authorization": f"Token {key}"}).status_code == 401
+
+
+def test_a_user_cannot_revoke_someone_elses_token(alice, bob):
+    token, _ = ApiToken.issue(alice, "laptop")
+    client = Client()
+    client.force_login(bob)
+    assert client.post(f"/account/tokens/{token.pk}/revoke").status_code == 404
+    assert ApiToken.objects.filter(pk=token.pk).exists()
+
+
+def test_only_a_digest_of_the_key_is_stored(alice):
+    token, key = ApiToken.issue(alice, "laptop")
+    assert key not in str(ApiToken.objects.filter(pk=token.pk).values().get())

@@ -1,0 +1,84 @@
+"""Live events over Server-Sent Events from the real ASGI server: history
+first, then live, resumable with Last-Event-ID; one stream for all jobs."""
+
+import httpx
+import pytest
+
+from accounts.models import ApiToken
+from jobs.events import publish
+from jobs.models import Status
+from tests.jobtools import events_of, submit_sleep, wait_status
+from tests.processes import wait_for
+from tests.sseclient import SSEClient
+
+
+@pytest.fixture
+def auth(alice):
+    _, key = ApiToken.issue(alice, "test")
+    return {"Authorization": f"Token {key}"}
+
+
+def seqs(client):
+    return [e["data"]["seq"] for e in client.of()]
+
+
+def test_a_job_stream_sends_history_then_live_events_in_order(alice, worker, web, auth):
+    job = submit_sleep(alice, steps=30, step_seconds=0.1)
+    wait_status(job, Status.RUNNING)
+    follower = SSEClient(f"{web.url}/api/jobs/{job.pk}/events", auth)
+    wait_status(job, Status.DONE)
+    total = len(events_of(job))
+    wait_for(lambda: len(follower.of()) == total, what="every event on the stream")
+    assert seqs(follower) == list(range(1, total + 1))
+    assert [e["id"] for e in follower.of()] == [str(i) for i in range(1, total + 1)]
+    follower.close()
+
+
+def test_a_reconnecting_client_misses_nothing_and_gets_no_duplicates(alice, worker, web, auth):
+    job = submit_sleep(alice, steps=20, step_seconds=0.1)
+    wait_status(job, Status.RUNNING)
+    first = SSEClient(f"{web.url}/api/jobs/{job.pk}/events", auth, reconnect=False)
+    wait_for(lambda: len(first.of()) >= 5, what="some events")
+    first.close()
+    resumed_from = first.last_event_id
+    wait_status(job, Status.DONE)
+    second = SSEClient(f"{web.url}/api/jobs/{job.pk}/events", auth, last_event_id=resumed_from)
+    total = len(events_of(job))
+    wait_for(lambda: seqs(second) and seqs(second)[-1] == total, what="the rest of the events")
+    assert seqs(second) == list(range(int(resumed_from) + 1, total + 1))
+    second.close()
+
+
+def test_the_shared_stream_carries_every_jobs_status_and_progress(alice, worker, web, auth):
+    listing = SSEClient(f"{web.url}/api/events", auth)
+    wait_for(lambda: listing.of("resync"), what="the first resync")
+    jobs = [submit_sleep(alice, steps=3, name=f"j{i}") for i in range(2)]
+    for job in jobs:
+        wait_status(job, Status.DONE)
+
+    def seen(job):
+        return [e["data"]["data"].get("status") for e in listing.of() if e["data"]["job"] == job.pk
+                and e["data"]["kind"] == "status"]
+
+    for job in jobs:
+        wait_for(lambda job=job: seen(job) == ["queued", "waiting", "running", "done"], what=f"job {job.pk}'s statuses")
+    progress = [e for e in listing.of() if e["data"]["kind"] == "progress"]
+    assert progress and all(e["id"] for e in progress)
+    assert not [e for e in listing.of() if e["data"]["kind"] == "log"]  # logs stay on the job's own stream
+    assert listing.of("resources")[-1]["data"]["cpu"] == {"free": 1, "total": 1}
+    listing.close()
+
+
+def test_publish_reaches_a_connected_client(alice, web, auth):
+    job = submit_sleep(alice)  # no worker: it stays queued
+    follower = SSEClient(f"{web.url}/api/jobs/{job.pk}/events", auth)
+    wait_for(lambda: follower.of(), what="the history")
+    publish(job, "note", {"text": "hello"})
+    wait_for(lambda: [e for e in follower.of() if e["data"]["kind"] == "note"], what="the published event")
+    follower.close()
+
+
+def test_streams_need_a_signed_in_user_and_an_existing_job(alice, web, auth):
+    assert httpx.get(f"{web.url}/api/events", timeout=5).status_code == 401
+    assert httpx.get(f"{web.url}/jobs/1/events", timeout=5).status_code == 401
+    assert httpx.get(f"{web.url}/api/jobs/999999/events", headers=auth, timeout=5).status_code == 404

@@ -98,7 +98,7 @@ def start(name: str, argv: list[str]) -> subprocess.Popen:
 
 
 def stop(processes: dict[str, tuple[subprocess.Popen, int]]) -> None:
-    for name, (process, signum) in processes.items():
+    for process, signum in processes.values():
         if process.poll() is None:
             process.send_signal(signum)
     deadline = time.monotonic() + STOP_GRACE_SECONDS

@@ -11,6 +11,7 @@ the leader of a process group of its own (the job's group). It exists so that no
 It imports nothing of the app, so it starts in milliseconds.
 """
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -29,10 +30,8 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def _signal_group(pgid: int, signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # the group is already empty
         os.killpg(pgid, signum)
-    except ProcessLookupError:  # the group is already empty
-        pass
 
 
 def main(argv: list[str]) -> int:

@@ -3,6 +3,8 @@ or redirects; the rules live in ``services``."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -14,7 +16,7 @@ from trainer import events as eventlog
 from . import bus, kinds, resources, serialize, services, sse
 from .forms import DeviceCheckForm, JobEditForm
 from .logfile import tail_lines
-from .models import Job
+from .models import Job, Status
 
 LOG_TAIL_LINES = 200
 
@@ -48,6 +50,12 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
         "can_change": job.can_change(request.user),
         "log_lines": tail_lines(job.folder / "log.txt", LOG_TAIL_LINES),
         "since": history[-1]["seq"] if history else 0,
+        # From the same file as the stream that continues it, so no state is
+        # shown twice or missed (the database may be a step ahead of the file).
+        "status_history": [
+            {"label": Status(e["data"]["status"]).label, "at": datetime.fromtimestamp(e["t"], UTC), "message": e["data"].get("message", "")}
+            for e in history if e["kind"] == "status"
+        ],
         "result": next((e["data"] for e in reversed(history) if e["kind"] == "result"), None),
         "edit_form": JobEditForm(instance=job),
     }

@@ -40,7 +40,7 @@ class RedisServer:
                 return
             except redis.ConnectionError:
                 if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError(f"redis-server did not start on port {self.port}")
+                    raise RuntimeError(f"redis-server did not start on port {self.port}") from None
                 time.sleep(0.05)
 
     def stop(self) -> None:

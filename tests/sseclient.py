@@ -4,6 +4,7 @@ server: it collects parsed events and, like a browser, reconnects with
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -59,7 +60,7 @@ class SSEClient:
                 fields = {}
             elif not line.startswith(":"):
                 name, _, value = line.partition(":")
-                fields[name] = value[1:] if value.startswith(" ") else value
+                fields[name] = value.removeprefix(" ")
 
     def of(self, event: str = "message") -> list[dict]:
         with self._lock:
@@ -68,8 +69,7 @@ class SSEClient:
     def close(self) -> None:
         self._stop.set()
         if self._response is not None:
-            try:
+            # Closing from another thread may race the reader; the thread is a daemon.
+            with contextlib.suppress(Exception):
                 self._response.close()
-            except Exception:  # closing from another thread may race the reader; the thread is a daemon
-                pass
         self._thread.join(2)

@@ -5,7 +5,14 @@ import httpx
 
 from accounts.models import ApiToken
 from jobs.models import Status
-from tests.jobtools import alive, child_pid, events_of, history, submit_sleep, wait_status
+from tests.jobtools import (
+    alive,
+    child_pid,
+    events_of,
+    history,
+    submit_sleep,
+    wait_status,
+)
 from tests.processes import wait_for
 from tests.sseclient import SSEClient
 

@@ -6,7 +6,14 @@ import time
 from jobs import services
 from jobs.models import Status
 from jobs.queue import enqueue
-from tests.jobtools import alive, child_pid, events_of, history, submit_sleep, wait_status
+from tests.jobtools import (
+    alive,
+    child_pid,
+    events_of,
+    history,
+    submit_sleep,
+    wait_status,
+)
 
 
 def test_a_job_runs_to_done_and_its_events_arrive_in_order(alice, worker):

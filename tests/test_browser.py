@@ -1,0 +1,76 @@
+"""A real browser (Playwright driving the system's Chromium) against the real
+web server and worker: sign up, see the home page, start a job, and watch its
+status and progress change without reloading."""
+
+import shutil
+
+import pytest
+
+from jobs import services
+from jobs.models import Job
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(not shutil.which("chromium"), reason="needs Chromium (scripts/test.sh installs it)")
+
+
+@pytest.fixture
+def page(web, monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop in this thread; the test's own
+    # database calls are still plain synchronous ones.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync"])
+        page = browser.new_page(base_url=web.url)
+        page.set_default_timeout(30_000)
+        errors = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        yield page
+        browser.close()
+        assert not errors, f"JavaScript errors: {errors}"
+
+
+def test_sign_up_start_a_job_and_watch_it_live(page, worker):
+    from playwright.sync_api import expect
+
+    page.goto("/signup/")
+    page.fill("#id_username", "ada")
+    page.fill("#id_password1", "a long enough passphrase")
+    page.fill("#id_password2", "a long enough passphrase")
+    page.click("text=Create account")
+    expect(page.get_by_text("You are the first user, so you are the administrator.")).to_be_visible()
+    expect(page.get_by_role("tab", name="Checks")).to_be_visible()
+    expect(page.locator("#device-counter")).to_contain_text("free")
+
+    page.click("text=New device check")
+    page.fill("#id_name", "first check")
+    page.fill("#id_seconds", "4")
+    page.fill("#id_size", "64")
+    page.click("text=Queue the check")
+    page.wait_for_url("**/jobs/*/")
+    page.evaluate("window.notReloaded = true")
+
+    expect(page.locator("#status")).to_have_text("Running", timeout=30_000)
+    bar = page.locator("#progress-bar [role=progressbar]")
+    expect(bar).not_to_have_attribute("aria-valuenow", "0", timeout=20_000)  # after the torch import
+    expect(page.locator("#status")).to_have_text("Done", timeout=30_000)
+    expect(bar).to_have_attribute("aria-valuenow", "100")
+    expect(page.locator("#result-text")).to_contain_text("GFLOP/s")
+    expect(page.locator("#history li")).to_have_count(4)
+    assert page.evaluate("window.notReloaded") is True
+
+    page.goto("/?tab=checks")
+    page.evaluate("window.notReloaded = true")
+    row = page.locator("#jobs-table tr", has_text="first check")
+    expect(row.locator("td.status")).to_have_text("Done")
+    owner = Job.objects.get(name="first check").owner
+    services.submit(owner, "devicecheck", "second check", {"seconds": 3, "size": 64}, {"device": "cpu", "count": 1})
+    second = page.locator("#jobs-table tr", has_text="second check")
+    expect(second.locator("td.status")).to_have_text("Running", timeout=30_000)
+    expect(second.locator("td.status")).to_have_text("Done", timeout=30_000)
+    assert page.evaluate("window.notReloaded") is True

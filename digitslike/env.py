@@ -79,5 +79,7 @@ def database_from_url(url: str) -> dict:
             "CONN_HEALTH_CHECKS": True,
         }
     if parsed.scheme == "sqlite":
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": unquote(parsed.path)}
+        # As elsewhere: sqlite:///relative/path, sqlite:////absolute/path.
+        path = unquote(parsed.path)
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": "/" + path.lstrip("/") if path.startswith("//") else path[1:]}
     raise EnvError(f"DATABASE_URL scheme {parsed.scheme!r} is not supported (use postgres:// or sqlite:///)")

@@ -1,0 +1,113 @@
+"""The README's first command ends in ``python -m digitslike.launch``: migrate,
+start (or reuse) Redis, start the worker and the web server, print the URL,
+and stop everything on Ctrl-C. Run for real, in a fresh data folder."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from tests.processes import ROOT, wait_for
+from tests.redisserver import RedisServer, free_port
+
+
+def processes_using(data_dir: Path) -> list[int]:
+    """Pids whose environment names this data folder (the launcher's children)."""
+    marker = f"DATA_DIR={data_dir}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+class Launch:
+    def __init__(self, data_dir: Path, redis_url: str, log: Path) -> None:
+        self.port = free_port()
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SQLITE_TEST_NAME")}
+        env.update(DATA_DIR=str(data_dir), REDIS_URL=redis_url, PORT=str(self.port), REDIS_PREFIX="dllaunch")
+        self.log = log
+        self.started = time.monotonic()
+        with open(log, "ab") as out:
+            self.process = subprocess.Popen([sys.executable, "-m", "digitslike.launch"], cwd=ROOT, env=env,
+                                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_up(self) -> float:
+        def up():
+            if self.process.poll() is not None:
+                raise AssertionError(f"the launcher exited:\n{self.output()}")
+            try:
+                return httpx.get(f"{self.url}/login/", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_for(up, timeout=120, every=0.2, what="the app to answer")
+        return time.monotonic() - self.started
+
+    def ctrl_c(self) -> int:
+        self.process.send_signal(signal.SIGINT)
+        return self.process.wait(30)
+
+
+@pytest.fixture
+def launch_dir(tmp_path):
+    yield tmp_path / "data"
+    for pid in processes_using(tmp_path / "data"):
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_it_starts_redis_worker_and_web_prints_the_url_and_ctrl_c_stops_all(launch_dir, tmp_path):
+    redis_url = f"redis://127.0.0.1:{free_port()}/0"
+    first = Launch(launch_dir, redis_url, tmp_path / "first.log")
+    first.wait_up()
+    assert f"digitslike is up: {first.url}/" in first.output()
+    assert "Redis: started on port" in first.output()
+    assert (launch_dir / "db.sqlite3").exists()
+    assert redis.Redis.from_url(redis_url).config_get("appendonly") == {"appendonly": "yes"}
+    assert (launch_dir / "redis").is_dir()
+    wait_for(lambda: redis.Redis.from_url(redis_url).keys("dllaunch:celery:*"), what="the worker to reach Redis")
+    assert len(processes_using(launch_dir)) >= 3  # Redis, worker, web
+
+    assert first.ctrl_c() == 0
+    wait_for(lambda: not processes_using(launch_dir), timeout=15, what="every started process to stop")
+
+    second = Launch(launch_dir, redis_url, tmp_path / "second.log")
+    took = second.wait_up()
+    assert "No migrations to apply" in second.output()
+    assert took < 30, f"a second start took {took:.1f}s"
+    assert second.ctrl_c() == 0
+    wait_for(lambda: not processes_using(launch_dir), timeout=15, what="every started process to stop")
+
+
+def test_it_uses_a_redis_that_answers(launch_dir, tmp_path):
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    try:
+        launched = Launch(launch_dir, server.url, tmp_path / "launch.log")
+        launched.wait_up()
+        assert f"Redis: using {server.url}" in launched.output()
+        assert not (launch_dir / "redis").exists()
+        assert launched.ctrl_c() == 0
+        assert server.process.poll() is None  # not ours to stop
+    finally:
+        server.stop()
+
+
+def test_a_remote_redis_that_does_not_answer_stops_it_with_a_message(launch_dir, tmp_path):
+    launched = Launch(launch_dir, "redis://192.0.2.1:6379/0", tmp_path / "launch.log")
+    assert launched.process.wait(60) != 0
+    assert "Redis at 192.0.2.1:6379 does not answer; start it or fix REDIS_URL." in launched.output()

@@ -53,7 +53,8 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
         # From the same file as the stream that continues it, so no state is
         # shown twice or missed (the database may be a step ahead of the file).
         "status_history": [
-            {"label": Status(e["data"]["status"]).label, "at": datetime.fromtimestamp(e["t"], UTC), "message": e["data"].get("message", "")}
+            {"label": Status(e["data"]["status"]).label, "at": datetime.fromtimestamp(e["t"], UTC),
+             "message": e["data"].get("message", "")}
             for e in history if e["kind"] == "status"
         ],
         "result": next((e["data"] for e in reversed(history) if e["kind"] == "result"), None),

@@ -4,7 +4,7 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench
+.PHONY: run test lint
 
 run: $(VENV)/.runtime
 	$(BIN)/python -m digitslike.launch

@@ -3,6 +3,7 @@ the JSON API share one set of rules and messages."""
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -42,6 +43,9 @@ def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources:
 def _announce_and_enqueue(job: Job) -> None:
     from .events import publish
 
+    # A new job starts with an empty folder, even where a rolled-back
+    # transaction once handed out the same id and left files behind.
+    shutil.rmtree(job.folder, ignore_errors=True)
     publish(job, "status", {"status": Status.QUEUED, "message": "Submitted", "progress": 0.0})
     enqueue(job)
 

@@ -161,6 +161,12 @@ async def jobs_events(since: str | None, detailed: bool = False) -> AsyncIterato
     position = since
     yield "retry: 1000\n\n"
     if position is None:
+        # Note where the stream ends before telling the page to load its list,
+        # so whatever happens after that load reaches the page.
+        try:
+            position = await _stream_end(stream)
+        except redis.RedisError:
+            position = None
         yield frame({}, event="resync")
     down_since: float | None = None
     while True:

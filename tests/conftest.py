@@ -88,3 +88,13 @@ def staff(db):
 def fast_password_hashing(settings):
     """Users made inside the test process; the web subprocess keeps the real hashers."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def own_data_dir(tmp_path, settings, monkeypatch):
+    """Each test gets its own DATA_DIR, here and in the subprocesses it starts:
+    SQLite hands out a rolled-back test's job ids again, and a job folder left
+    by one test must not show up in the next."""
+    data_dir = tmp_path / "data"
+    settings.DATA_DIR, settings.JOBS_DIR = data_dir, data_dir / "jobs"
+    monkeypatch.setenv("DATA_DIR", str(data_dir))

@@ -83,13 +83,20 @@ def start_web(db_url: str, port: int, log_dir: Path) -> Service:
                        "--port", str(port), "--log-level", "warning", "--timeout-graceful-shutdown", "1"],
                       {"DATABASE_URL": db_url}, log_dir / "web.log")
 
+    wait_answers(service.process, f"http://127.0.0.1:{port}", service.output, timeout=30)
+    return service
+
+
+def wait_answers(process: subprocess.Popen, url: str, output: Callable[[], str], timeout: float) -> None:
+    """Wait until the app at ``url`` serves its sign-in page; fail with the
+    process's output if it exits first."""
+
     def up() -> bool:
-        if service.process.poll() is not None:
-            raise AssertionError(f"the web server exited:\n{service.output()}")
+        if process.poll() is not None:
+            raise AssertionError(f"the process exited:\n{output()}")
         try:
-            return httpx.get(f"http://127.0.0.1:{port}/login/", timeout=1).status_code == 200
+            return httpx.get(f"{url}/login/", timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
 
-    wait_for(up, timeout=30, every=0.1, what="the web server")
-    return service
+    wait_for(up, timeout=timeout, every=0.1, what=f"{url} to answer")

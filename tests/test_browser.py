@@ -61,7 +61,8 @@ def test_sign_up_start_a_job_and_watch_it_live(page, worker):
     expect(page.locator("#status")).to_have_text("Done", timeout=30_000)
     expect(bar).to_have_attribute("aria-valuenow", "100")
     expect(page.locator("#result-text")).to_contain_text("GFLOP/s")
-    expect(page.locator("#history li")).to_have_count(4)
+    history = page.locator("#history li")
+    expect(history).to_have_count(4)
     assert page.evaluate("window.notReloaded") is True
 
     page.goto("/?tab=checks")

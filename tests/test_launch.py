@@ -9,11 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 import redis
 
-from tests.processes import ROOT, wait_for
+from tests.processes import ROOT, wait_answers, wait_for
 from tests.redisserver import RedisServer, free_port
 
 
@@ -47,15 +46,7 @@ class Launch:
         return self.log.read_text(errors="replace")
 
     def wait_up(self) -> float:
-        def up():
-            if self.process.poll() is not None:
-                raise AssertionError(f"the launcher exited:\n{self.output()}")
-            try:
-                return httpx.get(f"{self.url}/login/", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_for(up, timeout=120, every=0.2, what="the app to answer")
+        wait_answers(self.process, self.url, self.output, timeout=120)
         return time.monotonic() - self.started
 
     def ctrl_c(self) -> int:

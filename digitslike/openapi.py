@@ -22,6 +22,7 @@ ERRORS = {
     "403": _json(_ref("Error"), "Only the job's owner or staff may do this"),
     "404": _json(_ref("Error"), "No such job"),
     "409": _json(_ref("Error"), "The action does not fit the job's state"),
+    "413": _json(_ref("Error"), "The upload is larger than UPLOAD_MAX_BYTES"),
 }
 JOB_ID = {"name": "job_id", "in": "path", "required": True, "schema": {"type": "integer"}}
 SSE = {"description": "Server-Sent Events", "content": {"text/event-stream": {"schema": {"type": "string"}}}}
@@ -109,6 +110,25 @@ SCHEMA: dict[str, Any] = {
         "/api/events": {"get": _op("Status and progress of all jobs, live, and free devices", {"200": SSE})},
         "/api/resources": {"get": _op("Workers, devices, who holds them, and the queue",
                                       {"200": _json({"type": "object"})})},
+        "/api/datasets": {"post": _op(
+            "Import a dataset: the New dataset form's fields as JSON (server folder or lists), or as "
+            "multipart/form-data with the archive or list files", {"201": _json(_ref("Job"), "Created and queued")},
+            ("400", "401", "413"), requestBody={"required": True, "content": {
+                "application/json": {"schema": {"type": "object", "required": ["name", "source"], "properties": {
+                    "name": {"type": "string"}, "source": {"enum": ["folder", "archive", "lists"]},
+                    "train_folder": {"type": "string"}, "image_type": {"enum": ["color", "grayscale"]},
+                    "width": {"type": "integer", "default": 256}, "height": {"type": "integer", "default": 256},
+                    "resize_mode": {"enum": ["squash", "crop", "fill", "half_crop"]},
+                    "val_percent": {"type": "number", "default": 25}, "test_percent": {"type": "number", "default": 0},
+                    "encoding": {"enum": ["png", "jpeg", "none"]}}}},
+                "multipart/form-data": {"schema": {"type": "object", "properties": {
+                    "archive": {"type": "string", "format": "binary"}}}}}})},
+        "/api/datasets/{job_id}": {"parameters": [JOB_ID], "get": _op(
+            "A dataset job with its manifest (classes, counts per split and class, skipped files, checksums)",
+            {"200": _json({"type": "object"})}, ("401", "404"))},
+        "/api/folders": {"get": _op(
+            "Browse the server folders datasets may be read from", {"200": _json({"type": "object"})},
+            ("401", "403"), parameters=[{"name": "path", "in": "query", "schema": {"type": "string"}}])},
     },
 }
 

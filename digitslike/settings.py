@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "accounts",
     "jobs",
+    "datasets",
 ]
 
 MIDDLEWARE = [
@@ -170,3 +171,16 @@ WORKER_DEAD_AFTER_SECONDS = env_float("WORKER_DEAD_AFTER_SECONDS", 15.0)
 JOB_KINDS_MODULES = env_list("JOB_KINDS_MODULES", [])
 # Device slots a worker without GPUs offers for CPU jobs.
 CPU_SLOTS = env_int("CPU_SLOTS", 1, minimum=1)
+
+# Datasets.
+# Server folders that dataset imports may read (the folder browser shows only these).
+DATASET_ROOTS = [str(Path(p).expanduser().resolve()) for p in env_list("DATASET_ROOTS", [])] or [str(DATA_DIR / "imports")]
+# The largest archive a user may upload.
+UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 20 * 1024**3, minimum=1024)
+# Uploads go to disk, never into memory, as they arrive.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "uploads")
+FILE_UPLOAD_HANDLERS = ["datasets.uploads.LimitedTemporaryFileUploadHandler"]
+# Archive extraction limits (see trainer/archives.py).
+ARCHIVE_MAX_BYTES = env_int("ARCHIVE_MAX_BYTES", 50 * 1024**3, minimum=1024)
+ARCHIVE_MAX_RATIO = env_float("ARCHIVE_MAX_RATIO", 200.0)

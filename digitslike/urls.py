@@ -2,14 +2,17 @@ from django.contrib import admin
 from django.contrib.staticfiles.views import serve
 from django.urls import include, path, re_path
 
-from jobs.urls import api_urlpatterns
+from datasets.urls import api_urlpatterns as dataset_api
+from jobs.urls import api_urlpatterns as jobs_api
 
 from . import openapi
 
 urlpatterns = [
     path("", include("jobs.urls")),
+    path("", include("datasets.urls")),
     path("", include("accounts.urls")),
-    path("api/", include(api_urlpatterns)),
+    path("api/", include(jobs_api)),
+    path("api/", include(dataset_api)),
     path("api/openapi.json", openapi.schema_view, name="openapi"),
     path("api/", openapi.docs_view, name="api-docs"),
     path("admin/", admin.site.urls),

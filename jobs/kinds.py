@@ -27,6 +27,9 @@ class JobKind:
     # argv of the job's process; it runs with the job folder as working
     # directory and finds its settings in config.json there.
     command: Callable[[Job], list[str]]
+    # What the job page adds for this kind: a template and its context.
+    page_template: str = ""
+    page_context: Callable[[Job], dict] | None = None
 
 
 _registry: dict[str, JobKind] = {}

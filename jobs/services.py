@@ -4,6 +4,7 @@ the JSON API share one set of rules and messages."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -30,11 +31,18 @@ def require_change(job: Job, user: User) -> None:
 
 
 def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources: dict[str, Any],
-           group: str = "", notes: str = "") -> Job:
+           group: str = "", notes: str = "", prepare: Callable[[Job], None] | None = None) -> Job:
+    """Create and queue a job. ``prepare(job)`` may put files into the job's
+    folder (an upload, say) before it is queued."""
     kinds.get(kind)  # an unknown kind is a programming error, not a user's
     with transaction.atomic():
         job = Job.objects.create(kind=kind, name=name, group=group, notes=notes, owner=owner,
                                  params=params, resources=resources)
+        # A new job starts with an empty folder, even where a rolled-back
+        # transaction once handed out the same id and left files behind.
+        shutil.rmtree(job.folder, ignore_errors=True)
+        if prepare:
+            prepare(job)
         JobTransition.objects.create(job=job, status=Status.QUEUED, message="Submitted")
         transaction.on_commit(lambda: _announce_and_enqueue(job))
     return job
@@ -43,9 +51,6 @@ def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources:
 def _announce_and_enqueue(job: Job) -> None:
     from .events import publish
 
-    # A new job starts with an empty folder, even where a rolled-back
-    # transaction once handed out the same id and left files behind.
-    shutil.rmtree(job.folder, ignore_errors=True)
     publish(job, "status", {"status": Status.QUEUED, "message": "Submitted", "progress": 0.0})
     enqueue(job)
 
@@ -75,6 +80,10 @@ def delete(job: Job, user: User) -> None:
     require_change(job, user)
     if job.status in ACTIVE:
         raise ActionError("The job is still active; abort it before deleting it.")
+    users = Job.objects.filter(params__dataset=job.pk).exclude(pk=job.pk)
+    if users.exists():
+        names = ", ".join(f"“{u.name}” (#{u.pk})" for u in users[:5])
+        raise ActionError(f"This dataset is used by {users.count()} model(s): {names}. Delete them first.")
     job.delete_with_folder()
 
 

@@ -60,6 +60,10 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
         "result": next((e["data"] for e in reversed(history) if e["kind"] == "result"), None),
         "edit_form": JobEditForm(instance=job),
     }
+    kind = kinds.get(job.kind)
+    if kind.page_template:
+        context["kind_template"] = kind.page_template
+        context.update(kind.page_context(job) if kind.page_context else {})
     return render(request, "jobs/job.html", context)
 
 

@@ -1,0 +1,154 @@
+"""The "New dataset" form (DIGITS' options and defaults, and more), shared by
+the page and the API."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import UploadedFile
+from trainer.imageio import RESIZE_MODES
+
+from jobs import services
+from jobs.forms import JobFieldsForm
+from jobs.models import Job
+
+from .folders import OutsideRoots, allowed, roots
+
+SOURCES = [("folder", "Folder on the server"), ("archive", "Upload an archive (zip, tar, tar.gz)"),
+           ("lists", "Text lists (path label)")]
+RESIZE_MODE_LABELS = ("Squash", "Crop", "Fill (with noise)", "Half crop, half fill")
+LIST_FIELDS = ("train_list", "val_list", "test_list", "labels_file")
+
+
+def _optional_int(label: str, minimum: int = 0, **kwargs: Any) -> forms.IntegerField:
+    return forms.IntegerField(label=label, required=False, min_value=minimum, **kwargs)
+
+
+class DatasetForm(JobFieldsForm):
+    source = forms.ChoiceField(choices=SOURCES, initial="folder")
+    train_folder = forms.CharField(required=False, label="Training images",
+                                   help_text="A folder with one subfolder per class.")
+    val_folder = forms.CharField(required=False, label="Separate validation images (optional)")
+    test_folder = forms.CharField(required=False, label="Separate test images (optional)")
+    val_min_per_class = _optional_int("Validation: minimum per class")
+    val_max_per_class = _optional_int("Validation: maximum per class", minimum=1)
+    test_min_per_class = _optional_int("Test: minimum per class")
+    test_max_per_class = _optional_int("Test: maximum per class", minimum=1)
+    archive = forms.FileField(required=False, help_text="Class folders inside; or train/, val/, test/ folders of them.")
+    train_list = forms.FileField(required=False, label="Training list")
+    val_list = forms.FileField(required=False, label="Validation list (optional)")
+    test_list = forms.FileField(required=False, label="Test list (optional)")
+    labels_file = forms.FileField(required=False, label="Labels file", help_text="One class name a line.")
+    train_list_path = forms.CharField(required=False, label="…or training list on the server")
+    val_list_path = forms.CharField(required=False, label="…or validation list on the server")
+    test_list_path = forms.CharField(required=False, label="…or test list on the server")
+    labels_file_path = forms.CharField(required=False, label="…or labels file on the server")
+    prefix = forms.CharField(required=False, label="Image folder", help_text="Prefix for relative paths in the lists.")
+    shuffle = forms.BooleanField(required=False, initial=True, label="Shuffle the lines")
+
+    image_type = forms.ChoiceField(choices=[("color", "Colour"), ("grayscale", "Grayscale")], initial="color")
+    width = forms.IntegerField(min_value=1, max_value=4096, initial=256)
+    height = forms.IntegerField(min_value=1, max_value=4096, initial=256)
+    resize_mode = forms.ChoiceField(choices=list(zip(RESIZE_MODES, RESIZE_MODE_LABELS, strict=True)), initial="squash")
+    val_percent = forms.FloatField(min_value=0, max_value=100, initial=25, label="% for validation")
+    test_percent = forms.FloatField(min_value=0, max_value=100, initial=0, label="% for testing")
+    min_per_class = forms.IntegerField(min_value=1, initial=2, label="Minimum samples per class")
+    max_per_class = _optional_int("Maximum samples per class", minimum=1)
+    encoding = forms.ChoiceField(choices=[("png", "PNG (lossless)"), ("jpeg", "JPEG (lossy)"), ("none", "None (raw pixels)")],
+                                 initial="png", label="Image encoding")
+    quality = forms.IntegerField(min_value=1, max_value=100, initial=90, label="JPEG quality")
+    seed = forms.IntegerField(initial=1, label="Random seed", help_text="For the split and the fill noise.")
+    mean = forms.BooleanField(required=False, initial=True, label="Compute the mean image")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if (data.get("val_percent") or 0) + (data.get("test_percent") or 0) >= 100:
+            self.add_error("val_percent", "Validation and test together must leave some images for training.")
+        source = data.get("source")
+        if source == "folder":
+            self._clean_folders(data)
+        elif source == "archive" and not data.get("archive"):
+            self.add_error("archive", "Choose an archive to upload.")
+        elif source == "lists":
+            self._clean_lists(data)
+        return data
+
+    def _server_path(self, data: dict[str, Any], field: str, folder: bool) -> None:
+        value = (data.get(field) or "").strip()
+        if not value:
+            return
+        try:
+            path = allowed(value)
+        except OutsideRoots as exc:
+            self.add_error(field, str(exc))
+            return
+        if folder and not path.is_dir():
+            self.add_error(field, f"{value} is not a folder.")
+        elif not folder and not path.is_file():
+            self.add_error(field, f"{value} is not a file.")
+        else:
+            data[field] = str(path)
+
+    def _clean_folders(self, data: dict[str, Any]) -> None:
+        if not (data.get("train_folder") or "").strip():
+            self.add_error("train_folder", "Give the folder of training images.")
+        for field in ("train_folder", "val_folder", "test_folder"):
+            self._server_path(data, field, folder=True)
+
+    def _clean_lists(self, data: dict[str, Any]) -> None:
+        for field in LIST_FIELDS:
+            self._server_path(data, f"{field}_path", folder=False)
+        for field in ("train_list", "labels_file"):
+            if not data.get(field) and not data.get(f"{field}_path"):
+                self.add_error(field, "Upload this file or give its path on the server.")
+        if data.get("prefix"):
+            self._server_path(data, "prefix", folder=True)
+
+    def params(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        params = {k: data[k] for k in ("width", "height", "resize_mode", "val_percent", "test_percent", "min_per_class",
+                                       "max_per_class", "encoding", "quality", "seed", "mean")}
+        params["channels"] = 1 if data["image_type"] == "grayscale" else 3
+        params["roots"] = [str(root) for root in roots()]
+        params["archive_limits"] = {"max_total_bytes": settings.ARCHIVE_MAX_BYTES, "max_ratio": settings.ARCHIVE_MAX_RATIO}
+        source = data["source"]
+        if source == "folder":
+            params["source"] = {"type": "folder", **{s: data[f"{s}_folder"] for s in ("train", "val", "test")}}
+            for split in ("val", "test"):
+                for bound in ("min", "max"):
+                    params[f"{split}_{bound}_per_class"] = data[f"{split}_{bound}_per_class"]
+        elif source == "archive":
+            params["source"] = {"type": "archive", "name": data["archive"].name}
+        else:
+            params["source"] = {"type": "lists", "prefix": data.get("prefix") or "", "shuffle": data["shuffle"],
+                                **{f.removesuffix("_list").removesuffix("_file"): data.get(f"{f}_path") or ""
+                                   for f in LIST_FIELDS}}
+        return params
+
+    def submit(self, owner: User) -> Job:
+        data = self.cleaned_data
+        uploads = {f: data[f] for f in ("archive", *LIST_FIELDS) if isinstance(data.get(f), UploadedFile)}
+
+        def store_uploads(job: Job) -> None:
+            """Keep the uploaded files in the job's folder, as the record of its source."""
+            folder = job.folder / "upload"
+            folder.mkdir(parents=True)
+            for field, upload in uploads.items():
+                target = folder / f"{field}{''.join(Path(upload.name).suffixes)[-16:]}"
+                if hasattr(upload, "temporary_file_path"):
+                    shutil.move(upload.temporary_file_path(), target)
+                else:
+                    with open(target, "wb") as out:
+                        for chunk in upload.chunks():
+                            out.write(chunk)
+                key = "path" if field == "archive" else field.removesuffix("_list").removesuffix("_file")
+                job.params["source"][key] = str(target)
+            Job.objects.filter(pk=job.pk).update(params=job.params)
+
+        return services.submit(owner, "dataset", data["name"], self.params(), {"device": "cpu", "count": 1},
+                               group=data["group"], notes=data["notes"], prepare=store_uploads if uploads else None)

@@ -1,0 +1,24 @@
+"""Uploads stream to a temporary file on disk and stop at UPLOAD_MAX_BYTES,
+whatever the client claims its size is."""
+
+from django.conf import settings
+from django.core.files.uploadhandler import StopUpload, TemporaryFileUploadHandler
+from django.template.defaultfilters import filesizeformat
+
+
+class LimitedTemporaryFileUploadHandler(TemporaryFileUploadHandler):
+    def new_file(self, *args, **kwargs):
+        self.received = 0
+        super().new_file(*args, **kwargs)
+
+    def receive_data_chunk(self, raw_data, start):
+        self.received += len(raw_data)
+        if self.received > settings.UPLOAD_MAX_BYTES:
+            self.file.close()
+            self.request.upload_too_large = True
+            raise StopUpload(connection_reset=False)
+        return super().receive_data_chunk(raw_data, start)
+
+
+def too_large_message() -> str:
+    return f"The upload is larger than the limit of {filesizeformat(settings.UPLOAD_MAX_BYTES)} (UPLOAD_MAX_BYTES)."

@@ -1,0 +1,20 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("datasets/new/", views.new_dataset, name="new-dataset"),
+    path("datasets/preview", views.preview, name="dataset-preview"),
+    path("datasets/sample", views.make_sample, name="dataset-sample"),
+    path("datasets/<int:job_id>/explore", views.explore, name="dataset-explore"),
+    path("datasets/<int:job_id>/mean.png", views.mean_image, name="dataset-mean"),
+    path("datasets/<int:job_id>/skipped.json", views.skipped_report, name="dataset-skipped"),
+    path("datasets/<int:job_id>/images/<str:split>/<int:index>.png", views.image, name="dataset-image"),
+    path("vendor/plotly.min.js", views.plotly_js, name="plotly-js"),
+]
+
+api_urlpatterns = [
+    path("datasets", views.api_create, name="api-datasets"),
+    path("datasets/<int:job_id>", views.api_dataset, name="api-dataset"),
+    path("folders", views.api_folders, name="api-folders"),
+]

@@ -1,0 +1,233 @@
+"""Pages and API of datasets: the "New dataset" form with its folder browser
+and resize preview, the dataset section of the job page, and the gallery."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+from trainer.imageio import ImageError, load_image, resize
+
+from digitslike.api import BadRequest, api, json_body
+from jobs import serialize
+from jobs.models import Job
+from trainer.datastore import png_bytes
+
+from . import sample, store
+from .folders import OutsideRoots, first_file, listing
+from .forms import DatasetForm
+from .uploads import too_large_message
+
+PAGE_SIZES = (25, 50, 100, 200)
+SKIPPED_SHOWN = 500
+
+
+def _dataset_job(job_id: int) -> Job:
+    return get_object_or_404(Job, pk=job_id, kind="dataset")
+
+
+def _refuse_large(request: HttpRequest) -> JsonResponse | None:
+    length = int(request.META.get("CONTENT_LENGTH") or 0)
+    if length > settings.UPLOAD_MAX_BYTES + 1024 * 1024 or getattr(request, "upload_too_large", False):
+        return JsonResponse({"error": too_large_message(), "errors": {"archive": [too_large_message()]}}, status=413)
+    return None
+
+
+def _form(request: HttpRequest) -> DatasetForm:
+    if request.content_type == "application/json":
+        return DatasetForm({**_defaults(), **json_body(request)})
+    return DatasetForm(request.POST, request.FILES)
+
+
+def _defaults() -> dict[str, Any]:
+    return {name: field.initial for name, field in DatasetForm.base_fields.items() if field.initial is not None}
+
+
+@login_required
+def new_dataset(request: HttpRequest) -> HttpResponse:
+    wants_json = request.headers.get("Accept") == "application/json"
+    if request.method == "POST":
+        if refused := _refuse_large(request):
+            return refused
+        form = DatasetForm(request.POST, request.FILES)
+        if getattr(request, "upload_too_large", False):
+            return _refuse_large(request)
+        if form.is_valid():
+            job = form.submit(request.user)
+            url = reverse("job", args=[job.pk])
+            return JsonResponse({"url": url, "id": job.pk}, status=201) if wants_json else redirect(url)
+        if wants_json:
+            return JsonResponse({"error": "The form has errors.", "errors": form.errors.get_json_data()}, status=400)
+    else:
+        form = DatasetForm()
+    context = {"form": form, "roots": settings.DATASET_ROOTS, "upload_max": settings.UPLOAD_MAX_BYTES}
+    return render(request, "datasets/new.html", context, status=400 if request.method == "POST" else 200)
+
+
+@api("POST")
+def api_create(request: HttpRequest) -> JsonResponse:
+    if refused := _refuse_large(request):
+        return refused
+    form = _form(request)
+    if getattr(request, "upload_too_large", False):
+        return _refuse_large(request)
+    if not form.is_valid():
+        raise BadRequest(form.errors.get_json_data())
+    return JsonResponse(serialize.job_detail(form.submit(request.user)), status=201)
+
+
+@api("GET")
+def api_dataset(request: HttpRequest, job_id: int) -> JsonResponse:
+    job = _dataset_job(job_id)
+    return JsonResponse({**serialize.job_detail(job), "manifest": store.manifest(job),
+                         "used_by": [m.pk for m in store.models_using(job)]})
+
+
+@api("GET")
+def api_folders(request: HttpRequest) -> JsonResponse:
+    try:
+        return JsonResponse(listing(request.GET.get("path")))
+    except OutsideRoots as exc:
+        return JsonResponse({"error": str(exc)}, status=403)
+
+
+@login_required
+@require_POST
+def preview(request: HttpRequest) -> HttpResponse:
+    """The chosen resize applied to one of the user's images: an uploaded one,
+    or the first file of a server folder."""
+    try:
+        width, height = int(request.POST.get("width", 256)), int(request.POST.get("height", 256))
+        if not (1 <= width <= 4096 and 1 <= height <= 4096):
+            raise ValueError
+    except ValueError:
+        return JsonResponse({"error": "Width and height must be whole numbers from 1 to 4096."}, status=400)
+    mode = request.POST.get("resize_mode", "squash")
+    channels = 1 if request.POST.get("image_type") == "grayscale" else 3
+    try:
+        if "image" in request.FILES:
+            source = request.FILES["image"].read()
+        else:
+            folder = Path(listing(request.POST.get("folder"))["path"] or "")
+            source = first_file(folder)
+            if source is None:
+                return JsonResponse({"error": "That folder holds no files to preview."}, status=400)
+        pixels = resize(load_image(source, channels), width, height, mode, np.random.default_rng(0))
+    except (OutsideRoots, ImageError) as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    except ValueError as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    return HttpResponse(png_bytes(pixels), content_type="image/png")
+
+
+def page_context(job: Job) -> dict[str, Any]:
+    """What the job page shows of a dataset (``JobKind.page_context``)."""
+    info = store.manifest(job)
+    context: dict[str, Any] = {"dataset": info, "models_using": store.models_using(job)}
+    if info:
+        report = store.skipped(job)
+        context.update({
+            "disk_size": store.disk_size(job),
+            "skipped_files": report[:SKIPPED_SHOWN],
+            "skipped_more": max(0, len(report) - SKIPPED_SHOWN),
+            "counts": {s: info["splits"][s]["count"] for s in store.SPLITS},
+            "chart": chart_data(info),
+            "option_rows": option_rows(info["options"]),
+        })
+    return context
+
+
+def chart_data(info: dict[str, Any]) -> dict[str, Any]:
+    """Images per class stacked by split, and the skipped files per class."""
+    classes = info["classes"]
+    series = [{"name": split, "y": info["splits"][split]["per_class"]} for split in store.SPLITS
+              if info["splits"][split]["count"]]
+    skipped = [sum(info["skipped"]["per_class"].get(c, {}).values()) for c in classes]
+    if any(skipped):
+        series.append({"name": "skipped", "y": skipped})
+    return {"classes": classes, "series": series}
+
+
+def option_rows(options: dict[str, Any]) -> list[tuple[str, Any]]:
+    source = options["source"]
+    rows = [("Source", source["type"])]
+    rows += [(f"Source {k}", v) for k, v in source.items() if k != "type" and v not in ("", None)]
+    labels = {"channels": "Channels", "width": "Width", "height": "Height", "resize_mode": "Resize mode",
+              "val_percent": "% for validation", "test_percent": "% for testing", "min_per_class": "Minimum per class",
+              "max_per_class": "Maximum per class", "encoding": "Encoding", "quality": "JPEG quality", "seed": "Seed",
+              "mean": "Mean image"}
+    return rows + [(label, options.get(key)) for key, label in labels.items() if options.get(key) not in ("", None)]
+
+
+@login_required
+def mean_image(request: HttpRequest, job_id: int) -> FileResponse:
+    path = store.folder(_dataset_job(job_id)) / "mean.png"
+    if not path.exists():
+        raise Http404("This dataset has no mean image.")
+    return FileResponse(open(path, "rb"), content_type="image/png")
+
+
+@login_required
+def skipped_report(request: HttpRequest, job_id: int) -> JsonResponse:
+    return JsonResponse(store.skipped(_dataset_job(job_id)), safe=False, json_dumps_params={"ensure_ascii": False})
+
+
+@login_required
+def explore(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = _dataset_job(job_id)
+    info = store.manifest(job)
+    if info is None:
+        return redirect("job", job.pk)
+    splits = [s for s in store.SPLITS if info["splits"][s]["count"]]
+    split = request.GET.get("split") if request.GET.get("split") in splits else splits[0]
+    size = int(request.GET["size"]) if request.GET.get("size", "").isdigit() and int(request.GET["size"]) in PAGE_SIZES else 50
+    reader = store.reader(job, split, info)
+    chosen = request.GET.get("class", "")
+    indices = np.arange(len(reader)) if not chosen.isdigit() else np.nonzero(reader.labels == int(chosen))[0]
+    pages = max(1, math.ceil(len(indices) / size))
+    page = min(max(1, int(request.GET["page"]) if request.GET.get("page", "").isdigit() else 1), pages)
+    shown = indices[(page - 1) * size: page * size]
+    items = [{"index": int(i), "label": info["classes"][int(reader.labels[i])]} for i in shown]
+    return render(request, "datasets/explore.html", {
+        "job": job, "info": info, "split": split, "splits": splits, "size": size, "sizes": PAGE_SIZES,
+        "chosen": chosen, "page": page, "pages": pages, "items": items, "total": len(indices),
+    })
+
+
+@login_required
+def image(request: HttpRequest, job_id: int, split: str, index: int) -> HttpResponse:
+    job = _dataset_job(job_id)
+    info = store.manifest(job)
+    if info is None or split not in store.SPLITS:
+        raise Http404("No such image.")
+    reader = store.reader(job, split, info)
+    if index >= len(reader):
+        raise Http404("No such image.")
+    response = HttpResponse(png_bytes(reader.image(index)), content_type="image/png")
+    response["Cache-Control"] = "private, max-age=86400"
+    return response
+
+
+@login_required
+@require_POST
+def make_sample(request: HttpRequest) -> HttpResponse:
+    job = sample.submit(request.user)
+    return redirect("job", job.pk)
+
+
+def plotly_js(request: HttpRequest) -> FileResponse:
+    """plotly.js from the installed plotly package: no CDN."""
+    import plotly
+
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    response = FileResponse(open(path, "rb"), content_type="text/javascript")
+    response["Cache-Control"] = "public, max-age=604800"
+    return response

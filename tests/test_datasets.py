@@ -1,0 +1,239 @@
+"""Dataset imports end to end: the form or API, a real worker running the
+build job, the packed store, the report, the pages."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from django.test import Client
+from PIL import Image
+
+from jobs.models import Job, Status
+from tests.datasetfiles import class_folders, image_bytes, tar_of
+from tests.jobtools import wait_status
+from trainer.datastore import SplitReader
+
+
+@pytest.fixture
+def roots(tmp_path, settings, monkeypatch):
+    """The folders imports may read: set here and for the worker."""
+    root = tmp_path / "imports"
+    root.mkdir()
+    settings.DATASET_ROOTS = [str(root)]
+    monkeypatch.setenv("DATASET_ROOTS", str(root))
+    return root
+
+
+@pytest.fixture
+def client(alice):
+    client = Client()
+    client.force_login(alice)
+    return client
+
+
+def create(client, **fields):
+    response = client.post("/api/datasets", data=json.dumps({"name": "ds", **fields}), content_type="application/json")
+    return response
+
+
+def built(job_id, status=Status.DONE):
+    job = wait_status(Job.objects.get(pk=job_id), status, Status.FAILED, timeout=60)
+    assert job.status == status, job.error
+    return job
+
+
+def manifest(job):
+    return json.loads((job.folder / "dataset" / "manifest.json").read_text())
+
+
+def test_a_server_folder_becomes_a_split_packed_dataset(client, roots, worker):
+    class_folders(roots / "shapes", {"red": 8, "green": 8, "blue": 4})
+    response = create(client, source="folder", train_folder=str(roots / "shapes"), width=4, height=4,
+                      encoding="none", val_percent=25, test_percent=25)
+    assert response.status_code == 201, response.json()
+    job = built(response.json()["id"])
+    info = manifest(job)
+    assert info["classes"] == ["blue", "green", "red"]
+    assert info["splits"]["train"]["per_class"] == [2, 4, 4]
+    assert info["splits"]["val"]["per_class"] == [1, 2, 2]
+    assert info["splits"]["test"]["per_class"] == [1, 2, 2]
+    folder = job.folder / "dataset"
+    assert (folder / "labels.txt").read_text() == "blue\ngreen\nred\n"
+    train = SplitReader(folder, "train", "none", (4, 4, 3))
+    for i in range(len(train)):
+        expected = {0: (0, 0, 255), 1: (0, 255, 0), 2: (255, 0, 0)}[int(train.labels[i])]
+        assert tuple(train.image(i)[0, 0]) == expected
+    mean = np.asarray(Image.open(folder / "mean.png"))
+    assert tuple(mean[0, 0]) == (round(255 * 4 / 10), round(255 * 4 / 10), round(255 * 2 / 10))
+    for name, entry in info["files"].items():
+        assert (folder / name).stat().st_size == entry["bytes"]
+    assert not (job.folder / "dataset.partial").exists()
+
+
+def test_png_and_jpeg_stores_read_back(client, roots, worker):
+    class_folders(roots / "s", {"red": 3, "blue": 3})
+    for encoding in ("png", "jpeg"):
+        job = built(create(client, source="folder", train_folder=str(roots / "s"), width=6, height=6,
+                           encoding=encoding, val_percent=0, image_type="grayscale").json()["id"])
+        reader = SplitReader(job.folder / "dataset", "train", encoding, (6, 6, 1))
+        assert len(reader) == 6
+        values = sorted(int(reader.image(i)[3, 3, 0]) for i in range(6))
+        assert abs(values[0] - 29) <= 3 and abs(values[-1] - 76) <= 3  # luma of blue and red
+
+
+def test_bad_files_are_skipped_and_reported_never_fatal(client, roots, worker):
+    folder = class_folders(roots / "mixed", {"red": 2, "blue": 2})
+    (folder / "red" / "text.jpg").write_text("not an image at all")
+    (folder / "red" / "empty.png").write_bytes(b"")
+    good_jpeg = image_bytes(fmt="JPEG", size=(64, 64))
+    (folder / "red" / "truncated.jpg").write_bytes(good_jpeg[: len(good_jpeg) // 2])
+    Image.new("1", (20000, 20000)).save(folder / "blue" / "bomb.png")
+    Image.new("RGB", (1, 1), (0, 0, 255)).save(folder / "blue" / "tiny.png")
+    Image.new("RGB", (10000, 10), (0, 0, 255)).save(folder / "blue" / "wide.png")
+    (folder / "blue" / "été 猫.png").write_bytes(image_bytes((0, 0, 255)))
+    (folder / "blue").joinpath(bytes.fromhex("6361ff2e706e67").decode("utf-8", "surrogateescape")).write_bytes(
+        image_bytes((0, 0, 255)))
+    job = built(create(client, source="folder", train_folder=str(folder), width=4, height=4, val_percent=0).json()["id"])
+    info = manifest(job)
+    assert info["splits"]["train"]["per_class"] == [6, 2]  # blue: 2 + tiny + wide + unicode + non-UTF-8
+    reasons = {entry["path"].rsplit("/", 1)[1]: entry["reason"] for entry in
+               json.loads((job.folder / "dataset" / "skipped.json").read_text())}
+    assert set(reasons) == {"text.jpg", "empty.png", "truncated.jpg", "bomb.png"}
+    assert "not an image" in reasons["text.jpg"]
+    assert "empty" in reasons["empty.png"]
+    assert "truncated" in reasons["truncated.jpg"]
+    assert "bomb" in reasons["bomb.png"]
+    assert info["skipped"]["per_class"] == {"red": {"train": 3}, "blue": {"train": 1}}
+
+
+def test_min_and_max_per_class(client, roots, worker):
+    class_folders(roots / "s", {"red": 10, "green": 1, "blue": 3})
+    job = built(create(client, source="folder", train_folder=str(roots / "s"), width=2, height=2, val_percent=0,
+                       min_per_class=2, max_per_class=4).json()["id"])
+    info = manifest(job)
+    assert info["classes"] == ["blue", "red"]
+    assert info["splits"]["train"]["per_class"] == [3, 4]
+    assert any("'green' has 1 file(s)" in w for w in info["warnings"])
+
+
+def test_an_empty_result_fails_with_a_clear_message(client, roots, worker):
+    folder = roots / "junk" / "a"
+    folder.mkdir(parents=True)
+    (folder / "x.png").write_text("text")
+    (folder / "y.png").write_text("text")
+    job = built(create(client, source="folder", train_folder=str(roots / "junk"), val_percent=0).json()["id"],
+                Status.FAILED)
+    assert "None of the 2 files could be used as an image" in job.error
+    assert not (job.folder / "dataset").exists() and not (job.folder / "dataset.partial").exists()
+
+
+def test_folders_outside_the_roots_are_refused(client, roots, tmp_path):
+    response = create(client, source="folder", train_folder=str(tmp_path))
+    assert response.status_code == 400
+    assert "not inside the folders this server may read" in response.json()["errors"]["train_folder"][0]["message"]
+    assert client.get("/api/folders?path=/etc").status_code == 403
+    listing = client.get("/api/folders").json()
+    assert [f["path"] for f in listing["folders"]][0] == str(roots)
+
+
+def test_an_uploaded_archive_with_train_and_test_folders(client, roots, worker, tmp_path):
+    class_folders(tmp_path / "src" / "train", {"red": 4, "blue": 4})
+    class_folders(tmp_path / "src" / "test", {"red": 1, "blue": 2})
+    archive = tar_of(tmp_path / "src", tmp_path / "upload.tar.gz", arcroot="wrapped")
+    with open(archive, "rb") as handle:
+        response = client.post("/api/datasets", {"name": "from tar", "source": "archive", "archive": handle,
+                                                 "width": 4, "height": 4, "val_percent": 25, "test_percent": 0,
+                                                 "image_type": "color", "resize_mode": "squash", "min_per_class": 1,
+                                                 "encoding": "png", "quality": 90, "seed": 1})
+    assert response.status_code == 201, response.json()
+    job = built(response.json()["id"])
+    info = manifest(job)
+    assert info["splits"]["train"]["count"] == 6 and info["splits"]["val"]["count"] == 2
+    assert info["splits"]["test"]["per_class"] == [2, 1]
+    assert (job.folder / "upload").is_dir() and not (job.folder / "dataset" / "extracted").exists()
+
+
+def test_a_hostile_archive_fails_the_build_and_leaves_nothing(client, roots, worker, tmp_path):
+    import tarfile
+
+    evil = tmp_path / "evil.tar"
+    with tarfile.open(evil, "w") as tar:
+        info = tarfile.TarInfo("../../escape.png")
+        data = image_bytes()
+        info.size = len(data)
+        import io
+
+        tar.addfile(info, io.BytesIO(data))
+    with open(evil, "rb") as handle:
+        response = client.post("/api/datasets", {"name": "evil", "source": "archive", "archive": handle, "width": 4,
+                                                 "height": 4, "val_percent": 25, "test_percent": 0, "image_type": "color",
+                                                 "resize_mode": "squash", "min_per_class": 1, "encoding": "png",
+                                                 "quality": 90, "seed": 1})
+    job = built(response.json()["id"], Status.FAILED)
+    assert "outside the destination" in job.error
+    assert not (job.folder / "dataset").exists() and not (job.folder / "dataset.partial").exists()
+    assert not (tmp_path / "escape.png").exists()
+
+
+def test_text_lists_with_a_prefix_and_labels(client, roots, worker):
+    images = class_folders(roots / "imgs", {"red": 3, "blue": 3})
+    (roots / "labels.txt").write_text("red\nblue\n")
+    lines = [f"red/{n:03d}.png 0" for n in range(3)] + [f"blue/{n:03d}.png 1" for n in range(3)]
+    (roots / "train.txt").write_text("\n".join(lines + ["/etc/passwd 0", "broken-line"]) + "\n")
+    (roots / "val.txt").write_text("red/000.png 0\nblue/000.png 1\n")
+    job = built(create(client, source="lists", train_list_path=str(roots / "train.txt"),
+                       val_list_path=str(roots / "val.txt"), labels_file_path=str(roots / "labels.txt"),
+                       prefix=str(images), width=2, height=2, min_per_class=1).json()["id"])
+    info = manifest(job)
+    assert info["classes"] == ["red", "blue"]
+    assert info["splits"]["train"]["per_class"] == [3, 3] and info["splits"]["val"]["per_class"] == [1, 1]
+    reasons = [e["reason"] for e in json.loads((job.folder / "dataset" / "skipped.json").read_text())]
+    assert "outside the folders this server may read" in reasons
+    assert any("not 'path label'" in r for r in reasons)
+
+
+def test_the_dataset_page_gallery_and_delete_refusal(client, roots, worker, alice):
+    class_folders(roots / "s", {"red": 3, "blue": 3})
+    job = built(create(client, source="folder", train_folder=str(roots / "s"), width=4, height=4,
+                       val_percent=0).json()["id"])
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "Explore the images" in page and "chart-data" in page and "mean.png" in page
+    gallery = client.get(f"/datasets/{job.pk}/explore?split=train&class=1&size=25").content.decode()
+    assert gallery.count('<figure>') == 3
+    png = client.get(f"/datasets/{job.pk}/images/train/0.png")
+    assert png["Content-Type"] == "image/png"
+    assert client.get(f"/datasets/{job.pk}/mean.png").status_code == 200
+    assert client.get("/vendor/plotly.min.js").status_code == 200
+
+    model = Job.objects.create(kind="sleep", name="uses it", owner=alice, params={"dataset": job.pk},
+                               status=Status.DONE)
+    refused = client.delete(f"/api/jobs/{job.pk}")
+    assert refused.status_code == 409 and "used by 1 model(s): “uses it”" in refused.json()["error"]
+    model.delete()
+    assert client.delete(f"/api/jobs/{job.pk}").status_code == 204
+    assert not job.folder.exists()
+
+
+def test_the_resize_preview(client, roots):
+    class_folders(roots / "s", {"red": 1})
+    response = client.post("/datasets/preview", {"folder": str(roots / "s"), "width": 3, "height": 5,
+                                                 "resize_mode": "crop", "image_type": "color"})
+    assert response["Content-Type"] == "image/png"
+    import io
+
+    image = Image.open(io.BytesIO(response.content))
+    assert image.size == (3, 5) and image.getpixel((1, 2)) == (255, 0, 0)
+    refused = client.post("/datasets/preview", {"folder": "/etc", "width": 3, "height": 5})
+    assert refused.status_code == 400 and "not inside" in refused.json()["error"]
+
+
+def test_the_sample_dataset_is_made_offline(alice, worker, db_url):
+    from django.core.management import call_command
+
+    call_command("sample_dataset", "alice")
+    job = built(Job.objects.get(kind="dataset").pk)
+    info = manifest(job)
+    assert info["classes"] == [str(d) for d in range(10)]
+    assert sum(info["splits"][s]["count"] for s in ("train", "val", "test")) == 1797

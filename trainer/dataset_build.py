@@ -1,0 +1,383 @@
+"""Build an image classification dataset: ``python -m trainer.dataset_build config.json``.
+
+Reads a source (class folders, an archive of them, or text lists), splits it,
+decodes and resizes every image in a process pool (one per core), and streams
+the results into the packed store (``trainer.datastore``) with a mean image,
+``labels.txt``, ``manifest.json`` and ``skipped.json``. A file that cannot be
+used is skipped and reported, never fatal; an empty result is.
+
+The finished dataset is in ``dataset/`` inside the job folder; the build
+writes to ``dataset.partial/`` and moves it into place only when done, so an
+aborted or failed build leaves nothing half-written behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import random
+import shutil
+import signal
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from . import events
+from .archives import ArchiveError, Limits, extract
+from .datastore import SplitWriter, encode, replace_folder
+from .imageio import ImageError, load_image, resize
+
+SPLITS = ("train", "val", "test")
+PROGRESS_EVERY_SECONDS = 0.5
+
+
+class BuildError(Exception):
+    """A problem with the whole build (not one file); its message is shown to the user."""
+
+
+@dataclass
+class Item:
+    path: str
+    label: int
+    split: str
+
+
+@dataclass
+class Plan:
+    classes: list[str]
+    items: list[Item]
+    skipped: list[dict[str, Any]]
+    warnings: list[str]
+
+
+# ---- Sources -------------------------------------------------------------------------------
+
+
+def class_files(folder: Path) -> dict[str, list[str]]:
+    """Files under each top-level subfolder (nested folders count for their top-level class)."""
+    if not folder.is_dir():
+        raise BuildError(f"The folder {folder} does not exist or is not a folder.")
+    found: dict[str, list[str]] = {}
+    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+        if entry.is_dir() and not entry.is_symlink() and not entry.name.startswith("."):
+            files = []
+            for root, dirs, names in os.walk(entry):
+                dirs.sort()
+                files.extend(os.path.join(root, name) for name in sorted(names) if not name.startswith("."))
+            found[entry.name] = files
+    return found
+
+
+def archive_layout(root: Path) -> dict[str, Path]:
+    """Where the split folders are in an extracted archive: class folders at the
+    top (or under one wrapping folder), or ``train``/``val``/``test`` folders of them."""
+    while True:
+        entries = [e for e in root.iterdir() if not e.name.startswith(".")]
+        dirs = [e for e in entries if e.is_dir()]
+        if len(dirs) == 1 and dirs[0].name not in SPLITS and all(e.is_dir() for e in entries):
+            root = dirs[0]
+            continue
+        break
+    names = {d.name for d in dirs}
+    if "train" in names and names <= set(SPLITS):
+        return {split: root / split for split in SPLITS if split in names}
+    return {"train": root}
+
+
+def limit_per_class(files: dict[str, list[str]], minimum: int, maximum: int | None, rng: random.Random,
+                    where: str, warnings: list[str]) -> dict[str, list[str]]:
+    kept = {}
+    for name, paths in files.items():
+        if len(paths) < minimum:
+            warnings.append(f"Class '{name}' has {len(paths)} file(s) in {where}, under the minimum of {minimum}; left out.")
+            continue
+        if maximum and len(paths) > maximum:
+            paths = sorted(rng.sample(paths, maximum))
+        kept[name] = paths
+    return kept
+
+
+def split_counts(n: int, val_percent: float, test_percent: float) -> tuple[int, int]:
+    """Validation and test counts for a class of ``n`` files, leaving at least one for training."""
+    n_val, n_test = round(n * val_percent / 100), round(n * test_percent / 100)
+    while n_val + n_test >= n and n_val + n_test > 0:
+        if n_val >= n_test:
+            n_val -= 1
+        else:
+            n_test -= 1
+    return n_val, n_test
+
+
+def plan_folders(folders: dict[str, Path], config: dict[str, Any]) -> Plan:
+    rng = random.Random(config["seed"])
+    warnings: list[str] = []
+    train = limit_per_class(class_files(folders["train"]), config["min_per_class"], config.get("max_per_class"), rng,
+                            "the training folder", warnings)
+    classes = sorted(train)
+    label = {name: i for i, name in enumerate(classes)}
+    items, skipped = [], []
+    separate = {s: f for s, f in folders.items() if s != "train"}
+    for name in classes:
+        paths = list(train[name])
+        rng.shuffle(paths)
+        # A separate folder for a split replaces taking that split from the training images.
+        n_val, n_test = split_counts(len(paths), 0 if "val" in separate else config["val_percent"],
+                                     0 if "test" in separate else config["test_percent"])
+        for split, chunk in (("val", paths[:n_val]), ("test", paths[n_val:n_val + n_test]), ("train", paths[n_val + n_test:])):
+            items.extend(Item(p, label[name], split) for p in chunk)
+    for split, folder in separate.items():
+        files = limit_per_class(class_files(folder), config.get(f"{split}_min_per_class") or 0,
+                                config.get(f"{split}_max_per_class"), rng, f"the {split} folder", warnings)
+        for name, paths in files.items():
+            if name not in label:
+                warnings.append(f"Class '{name}' of the {split} folder is not among the training classes; its "
+                                f"{len(paths)} file(s) are skipped.")
+                skipped.extend({"path": p, "class": name, "split": split, "reason": "class not in the training set"}
+                               for p in paths)
+                continue
+            items.extend(Item(p, label[name], split) for p in paths)
+    return Plan(classes, items, skipped, warnings)
+
+
+def _inside(path: Path, roots: list[Path]) -> bool:
+    resolved = path.resolve()
+    return any(resolved == root or resolved.is_relative_to(root) for root in roots)
+
+
+def read_list(path: Path, prefix: Path | None, classes: list[str], roots: list[Path], split: str,
+              skipped: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    entries = []
+    text = Path(path).read_text(encoding="utf-8", errors="surrogateescape")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, _, label_text = line.rstrip().rpartition(" ")
+        problem = ""
+        if not name or not label_text.lstrip("-").isdigit():
+            problem, name = f"line {number} is not 'path label'", line.strip()
+        elif not 0 <= int(label_text) < len(classes):
+            problem = f"label {label_text} on line {number} is not in the labels file"
+        image_path = (prefix / name) if prefix and not os.path.isabs(name) else Path(name)
+        if not problem and not _inside(image_path, roots):
+            problem = "outside the folders this server may read"
+        if problem:
+            skipped.append({"path": str(image_path), "class": "", "split": split, "reason": problem})
+            continue
+        entries.append((str(image_path), int(label_text)))
+    return entries
+
+
+def plan_lists(source: dict[str, Any], config: dict[str, Any], roots: list[Path]) -> Plan:
+    classes = [line.strip() for line in Path(source["labels"]).read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not classes:
+        raise BuildError("The labels file lists no classes.")
+    prefix = Path(source["prefix"]) if source.get("prefix") else None
+    rng = random.Random(config["seed"])
+    skipped: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    lists = {split: read_list(Path(source[split]), prefix, classes, roots, split, skipped)
+             for split in SPLITS if source.get(split)}
+    if source.get("shuffle"):
+        for entries in lists.values():
+            rng.shuffle(entries)
+    by_class: dict[str, list[str]] = defaultdict(list)
+    for path, label in lists["train"]:
+        by_class[classes[label]].append(path)
+    kept = limit_per_class({c: by_class[c] for c in classes if c in by_class}, config["min_per_class"],
+                           config.get("max_per_class"), rng, "the training list", warnings)
+    items = []
+    for path, label in lists["train"]:
+        if classes[label] in kept and path in set(kept[classes[label]]):
+            items.append(Item(path, label, "train"))
+    for split in ("val", "test"):
+        items.extend(Item(path, label, split) for path, label in lists.get(split, []) if classes[label] in kept)
+    if not lists.get("val") and not lists.get("test") and (config["val_percent"] or config["test_percent"]):
+        items = _split_items(items, config, rng)
+    return Plan(classes, items, skipped, warnings)
+
+
+def _split_items(items: list[Item], config: dict[str, Any], rng: random.Random) -> list[Item]:
+    by_label: dict[int, list[Item]] = defaultdict(list)
+    for item in items:
+        by_label[item.label].append(item)
+    out = []
+    for group in by_label.values():
+        rng.shuffle(group)
+        n_val, n_test = split_counts(len(group), config["val_percent"], config["test_percent"])
+        for i, item in enumerate(group):
+            item.split = "val" if i < n_val else "test" if i < n_val + n_test else "train"
+            out.append(item)
+    return out
+
+
+# ---- Decoding, in the pool --------------------------------------------------------------------
+
+_options: dict[str, Any] = {}
+
+
+def _init_worker(options: dict[str, Any]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _options.update(options)
+
+
+def _decode(task: tuple[int, str]) -> tuple[int, np.ndarray | None, bytes | None, str]:
+    index, path = task
+    o = _options
+    try:
+        image = load_image(path, o["channels"])
+        pixels = resize(image, o["width"], o["height"], o["resize_mode"], np.random.default_rng([o["seed"], index]))
+    except ImageError as exc:
+        return index, None, None, str(exc)
+    encoded = encode(pixels, o["encoding"], o["quality"]) if o["encoding"] != "none" else None
+    return index, pixels, encoded, ""
+
+
+# ---- The build -------------------------------------------------------------------------------
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class Progress:
+    def __init__(self, job_dir: Path, total: int) -> None:
+        self.job_dir, self.total = job_dir, total
+        self.start = self.last = time.monotonic()
+
+    def update(self, done: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last < PROGRESS_EVERY_SECONDS:
+            return
+        self.last = now
+        rate = done / max(now - self.start, 1e-9)
+        eta = (self.total - done) / rate if rate else None
+        events.append(self.job_dir, "progress", {"progress": done / self.total if self.total else 1.0, "done": done,
+                                                 "total": self.total, "rate": rate, "eta": eta})
+
+
+def build(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
+    started = time.monotonic()
+    partial, final = job_dir / "dataset.partial", job_dir / "dataset"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    source = config["source"]
+    roots = [Path(r).resolve() for r in config.get("roots", [])]
+    if source["type"] == "archive":
+        print("extracting the archive…", flush=True)
+        try:
+            extract(Path(source["path"]), partial / "extracted", Limits(**config.get("archive_limits", {})))
+        except ArchiveError as exc:
+            raise BuildError(str(exc)) from None
+        plan = plan_folders(archive_layout(partial / "extracted"), config)
+    elif source["type"] == "folder":
+        plan = plan_folders({s: Path(source[s]) for s in SPLITS if source.get(s)}, config)
+    else:
+        plan = plan_lists(source, config, roots)
+    for warning in plan.warnings:
+        print(f"warning: {warning}", flush=True)
+        events.append(job_dir, "warning", {"message": warning})
+    if not plan.items:
+        why = " ".join(plan.warnings) or "the source holds no class folders with files."
+        raise BuildError(f"No images to build from: {why}")
+
+    shape = (config["height"], config["width"], config["channels"])
+    counts = {split: Counter() for split in SPLITS}
+    planned = Counter(item.split for item in plan.items)
+    writers = {split: SplitWriter(partial, split, shape, config["encoding"], config.get("quality", 90), planned[split])
+               for split in SPLITS}
+    mean_sum = np.zeros(shape, dtype=np.float64)
+    skipped = list(plan.skipped)
+    progress = Progress(job_dir, len(plan.items))
+    print(f"decoding {len(plan.items)} files of {len(plan.classes)} classes with {os.cpu_count()} processes", flush=True)
+    options = {k: config[k] for k in ("channels", "width", "height", "resize_mode", "seed", "encoding")}
+    options["quality"] = config.get("quality", 90)
+    tasks = ((i, item.path) for i, item in enumerate(plan.items))
+    with multiprocessing.get_context("fork").Pool(os.cpu_count(), _init_worker, (options,)) as pool:
+        for done, (index, pixels, encoded, reason) in enumerate(pool.imap(_decode, tasks, chunksize=32), start=1):
+            item = plan.items[index]
+            if pixels is None:
+                skipped.append({"path": item.path, "class": plan.classes[item.label], "split": item.split, "reason": reason})
+            else:
+                writers[item.split].add(pixels, item.label, encoded)
+                counts[item.split][item.label] += 1
+                if item.split == "train":
+                    mean_sum += pixels
+            progress.update(done)
+    for writer in writers.values():
+        writer.close()
+    progress.update(len(plan.items), force=True)
+    total = sum(sum(c.values()) for c in counts.values())
+    if total == 0:
+        raise BuildError(f"None of the {len(plan.items)} files could be used as an image; see the skipped-file report.")
+    return _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, started)
+
+
+def _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, started) -> dict[str, Any]:
+    shutil.rmtree(partial / "extracted", ignore_errors=True)
+    (partial / "labels.txt").write_text("".join(f"{name}\n" for name in plan.classes), encoding="utf-8")
+    mean_file = None
+    n_train = sum(counts["train"].values())
+    if config.get("mean", True) and n_train:
+        mean = mean_sum / n_train
+        np.save(partial / "mean.npy", mean.astype(np.float32))
+        pixels = np.clip(np.rint(mean), 0, 255).astype(np.uint8)
+        Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels).save(partial / "mean.png")
+        mean_file = "mean.png"
+    (partial / "skipped.json").write_text(json.dumps(skipped, ensure_ascii=False, indent=1))
+    skipped_per_class: dict[str, Counter] = defaultdict(Counter)
+    for entry in skipped:
+        skipped_per_class[entry["class"]][entry["split"]] += 1
+    manifest = {
+        "version": 1,
+        "options": {k: v for k, v in config.items() if k not in ("job_id", "devices", "roots")},
+        "classes": plan.classes,
+        "image_shape": [config["height"], config["width"], config["channels"]],
+        "encoding": config["encoding"],
+        "splits": {s: {"count": sum(counts[s].values()), "per_class": [counts[s][i] for i in range(len(plan.classes))]}
+                   for s in SPLITS},
+        "skipped": {"total": len(skipped), "per_class": {k: dict(v) for k, v in skipped_per_class.items()}},
+        "warnings": plan.warnings,
+        "mean": mean_file,
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    manifest["files"] = {p.name: {"bytes": p.stat().st_size, "sha256": sha256(p)}
+                         for p in sorted(partial.iterdir()) if p.is_file()}
+    (partial / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
+    final.mkdir(exist_ok=True)
+    replace_folder(partial, final)
+    return manifest
+
+
+def main(config_path: str) -> int:
+    job_dir = Path(config_path).parent
+    config = json.loads(Path(config_path).read_text())
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        manifest = build(config, job_dir)
+    except BuildError as exc:
+        events.append(job_dir, "error", {"message": str(exc)})
+        print(f"error: {exc}", flush=True)
+        return 1
+    finally:
+        shutil.rmtree(job_dir / "dataset.partial", ignore_errors=True)
+    counts = {s: manifest["splits"][s]["count"] for s in SPLITS}
+    events.append(job_dir, "result", {"counts": counts, "classes": len(manifest["classes"]),
+                                      "skipped": manifest["skipped"]["total"], "seconds": manifest["seconds"]})
+    print(f"done: {counts} in {manifest['seconds']:.1f} s, {manifest['skipped']['total']} file(s) skipped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

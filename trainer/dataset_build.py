@@ -232,7 +232,7 @@ def _decode(task: tuple[int, str]) -> tuple[int, np.ndarray | None, bytes | None
     index, path = task
     o = _options
     try:
-        image = load_image(path, o["channels"])
+        image = load_image(path, o["channels"], draft=(o["width"], o["height"]))
         pixels = resize(image, o["width"], o["height"], o["resize_mode"], np.random.default_rng([o["seed"], index]))
     except ImageError as exc:
         return index, None, None, str(exc)

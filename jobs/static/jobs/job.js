@@ -60,6 +60,7 @@ on("log", (event) => {
 
 on("result", (event) => {
   const { device, gflops, matmuls } = event.data;
+  if (gflops === undefined) return; // a device check's result; other kinds show theirs in their own section
   document.getElementById("result-text").textContent =
     `${device}: ${gflops.toFixed(1)} GFLOP/s over ${matmuls} matrix multiplications.`;
   document.getElementById("result").hidden = false;

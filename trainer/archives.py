@@ -83,7 +83,7 @@ def _tar_members(archive: tarfile.TarFile) -> Iterator[Member]:
     for info in archive:
         if not (info.isfile() or info.isdir()):
             what = ("a symbolic link" if info.issym() else "a hard link" if info.islnk() else
-                    "a device file" if info.isdev() else "a FIFO" if info.isfifo() else "a special file")
+                    "a FIFO" if info.isfifo() else "a device file" if info.isdev() else "a special file")
             raise ArchiveError(f"Refused archive: member '{info.name}' is {what}; only files and folders are accepted.")
         yield Member(info.name, _safe_parts(info.name), info.isdir(), info.size, None, info)
 

@@ -237,3 +237,17 @@ def test_the_sample_dataset_is_made_offline(alice, worker, db_url):
     info = manifest(job)
     assert info["classes"] == [str(d) for d in range(10)]
     assert sum(info["splits"][s]["count"] for s in ("train", "val", "test")) == 1797
+
+
+def test_aborting_a_build_leaves_nothing_half_written(client, roots, worker, alice):
+    from jobs import services
+    from tests.processes import wait_for
+
+    class_folders(roots / "many", {"red": 800, "blue": 800}, fmt="JPEG", size=(400, 300))
+    job = Job.objects.get(pk=create(client, source="folder", train_folder=str(roots / "many"), width=256, height=256,
+                                    encoding="png").json()["id"])
+    wait_for(lambda: (job.folder / "dataset.partial").exists() and Job.objects.get(pk=job.pk).progress > 0,
+             timeout=60, what="the build to be under way")
+    services.abort(job, alice)
+    job = wait_status(job, Status.ABORTED, timeout=30)
+    assert not (job.folder / "dataset").exists() and not (job.folder / "dataset.partial").exists()

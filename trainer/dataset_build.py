@@ -225,6 +225,7 @@ _options: dict[str, Any] = {}
 
 def _init_worker(options: dict[str, Any]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's clean-up handler
     _options.update(options)
 
 
@@ -363,7 +364,14 @@ def _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, st
 def main(config_path: str) -> int:
     job_dir = Path(config_path).parent
     config = json.loads(Path(config_path).read_text())
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    partial = job_dir / "dataset.partial"
+
+    def stop(signum: int, frame: object) -> None:
+        """Aborted: remove the unfinished dataset at once and go (the pool's processes get the same signal)."""
+        shutil.rmtree(partial, ignore_errors=True)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         manifest = build(config, job_dir)
     except BuildError as exc:
@@ -371,7 +379,7 @@ def main(config_path: str) -> int:
         print(f"error: {exc}", flush=True)
         return 1
     finally:
-        shutil.rmtree(job_dir / "dataset.partial", ignore_errors=True)
+        shutil.rmtree(partial, ignore_errors=True)
     counts = {s: manifest["splits"][s]["count"] for s in SPLITS}
     events.append(job_dir, "result", {"counts": counts, "classes": len(manifest["classes"]),
                                       "skipped": manifest["skipped"]["total"], "seconds": manifest["seconds"]})

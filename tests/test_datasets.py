@@ -95,17 +95,21 @@ def test_bad_files_are_skipped_and_reported_never_fatal(client, roots, worker):
     (folder / "blue" / "été 猫.png").write_bytes(image_bytes((0, 0, 255)))
     (folder / "blue").joinpath(bytes.fromhex("6361ff2e706e67").decode("utf-8", "surrogateescape")).write_bytes(
         image_bytes((0, 0, 255)))
+    outside = roots.parent / "secret.png"
+    outside.write_bytes(image_bytes((0, 0, 255)))
+    (folder / "blue" / "link.png").symlink_to(outside)
     job = built(create(client, source="folder", train_folder=str(folder), width=4, height=4, val_percent=0).json()["id"])
     info = manifest(job)
     assert info["splits"]["train"]["per_class"] == [6, 2]  # blue: 2 + tiny + wide + unicode + non-UTF-8
     reasons = {entry["path"].rsplit("/", 1)[1]: entry["reason"] for entry in
                json.loads((job.folder / "dataset" / "skipped.json").read_text())}
-    assert set(reasons) == {"text.jpg", "empty.png", "truncated.jpg", "bomb.png"}
+    assert set(reasons) == {"text.jpg", "empty.png", "truncated.jpg", "bomb.png", "link.png"}
+    assert reasons["link.png"] == "a link to a file outside the folders this server may read"
     assert "not an image" in reasons["text.jpg"]
     assert "empty" in reasons["empty.png"]
     assert "truncated" in reasons["truncated.jpg"]
     assert "bomb" in reasons["bomb.png"]
-    assert info["skipped"]["per_class"] == {"red": {"train": 3}, "blue": {"train": 1}}
+    assert info["skipped"]["per_class"] == {"red": {"train": 3}, "blue": {"train": 2}}
 
 
 def test_min_and_max_per_class(client, roots, worker):

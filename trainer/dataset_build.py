@@ -32,7 +32,7 @@ from PIL import Image
 
 from . import events
 from .archives import ArchiveError, Limits, extract
-from .datastore import SplitWriter, encode, replace_folder
+from .datastore import EncodedSplitWriter, RawSplitWriter, encode, mean_image, open_slots, replace_folder
 from .imageio import ImageError, load_image, resize
 
 SPLITS = ("train", "val", "test")
@@ -193,10 +193,8 @@ def plan_lists(source: dict[str, Any], config: dict[str, Any], roots: list[Path]
         by_class[classes[label]].append(path)
     kept = limit_per_class({c: by_class[c] for c in classes if c in by_class}, config["min_per_class"],
                            config.get("max_per_class"), rng, "the training list", warnings)
-    items = []
-    for path, label in lists["train"]:
-        if classes[label] in kept and path in set(kept[classes[label]]):
-            items.append(Item(path, label, "train"))
+    kept_paths = {name: set(paths) for name, paths in kept.items()}
+    items = [Item(path, label, "train") for path, label in lists["train"] if path in kept_paths.get(classes[label], ())]
     for split in ("val", "test"):
         items.extend(Item(path, label, split) for path, label in lists.get(split, []) if classes[label] in kept)
     if not lists.get("val") and not lists.get("test") and (config["val_percent"] or config["test_percent"]):
@@ -221,6 +219,7 @@ def _split_items(items: list[Item], config: dict[str, Any], rng: random.Random) 
 # ---- Decoding, in the pool --------------------------------------------------------------------
 
 _options: dict[str, Any] = {}
+_slots: dict[str, np.memmap] = {}
 
 
 def _init_worker(options: dict[str, Any]) -> None:
@@ -229,16 +228,25 @@ def _init_worker(options: dict[str, Any]) -> None:
     _options.update(options)
 
 
-def _decode(task: tuple[int, str]) -> tuple[int, np.ndarray | None, bytes | None, str]:
-    index, path = task
+def _decode(task: tuple[int, str, str, int]) -> tuple[int, bool, np.ndarray | None, bytes | None, str]:
+    """Decode and resize one file. Raw stores get the pixels written straight
+    into the file's slot; encoded ones get the PNG/JPEG bytes back (and the
+    pixels, for the mean, when the image is a training one)."""
+    index, path, split, slot = task
     o = _options
+    if os.path.islink(path) and not _inside(Path(path), o["roots"]):
+        return index, False, None, None, "a link to a file outside the folders this server may read"
     try:
         image = load_image(path, o["channels"], draft=(o["width"], o["height"]))
         pixels = resize(image, o["width"], o["height"], o["resize_mode"], np.random.default_rng([o["seed"], index]))
     except ImageError as exc:
-        return index, None, None, str(exc)
-    encoded = encode(pixels, o["encoding"], o["quality"]) if o["encoding"] != "none" else None
-    return index, pixels, encoded, ""
+        return index, False, None, None, str(exc)
+    if o["encoding"] == "none":
+        if split not in _slots:
+            _slots[split] = open_slots(o["slots"][split])
+        _slots[split][slot] = pixels
+        return index, True, None, None, ""
+    return index, True, pixels if split == "train" else None, encode(pixels, o["encoding"], o["quality"]), ""
 
 
 # ---- The build -------------------------------------------------------------------------------
@@ -295,26 +303,34 @@ def build(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
 
     shape = (config["height"], config["width"], config["channels"])
     counts = {split: Counter() for split in SPLITS}
-    planned = Counter(item.split for item in plan.items)
-    writers = {split: SplitWriter(partial, split, shape, config["encoding"], config.get("quality", 90), planned[split])
-               for split in SPLITS}
+    slots, planned = [], Counter()
+    for item in plan.items:
+        slots.append(planned[item.split])
+        planned[item.split] += 1
+    raw = config["encoding"] == "none"
+    writers = {split: RawSplitWriter(partial, split, shape, planned[split]) if raw else
+               EncodedSplitWriter(partial, split, shape, config["encoding"], config.get("quality", 90)) for split in SPLITS}
     mean_sum = np.zeros(shape, dtype=np.float64)
     skipped = list(plan.skipped)
     progress = Progress(job_dir, len(plan.items))
     print(f"decoding {len(plan.items)} files of {len(plan.classes)} classes with {os.cpu_count()} processes", flush=True)
     options = {k: config[k] for k in ("channels", "width", "height", "resize_mode", "seed", "encoding")}
-    options["quality"] = config.get("quality", 90)
-    tasks = ((i, item.path) for i, item in enumerate(plan.items))
+    options.update(quality=config.get("quality", 90), roots=roots,
+                   slots={s: w.slots() for s, w in writers.items()} if raw else {})
+    tasks = ((i, item.path, item.split, slots[i]) for i, item in enumerate(plan.items))
     with multiprocessing.get_context("fork").Pool(os.cpu_count(), _init_worker, (options,)) as pool:
-        for done, (index, pixels, encoded, reason) in enumerate(pool.imap(_decode, tasks, chunksize=32), start=1):
+        for done, (index, ok, pixels, encoded, reason) in enumerate(pool.imap(_decode, tasks, chunksize=32), start=1):
             item = plan.items[index]
-            if pixels is None:
+            if not ok:
                 skipped.append({"path": item.path, "class": plan.classes[item.label], "split": item.split, "reason": reason})
             else:
-                writers[item.split].add(pixels, item.label, encoded)
+                if raw:
+                    writers[item.split].mark(slots[index], item.label)
+                else:
+                    writers[item.split].add(encoded, item.label)
+                    if pixels is not None:
+                        mean_sum += pixels
                 counts[item.split][item.label] += 1
-                if item.split == "train":
-                    mean_sum += pixels
             progress.update(done)
     for writer in writers.values():
         writer.close()
@@ -322,6 +338,9 @@ def build(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
     total = sum(sum(c.values()) for c in counts.values())
     if total == 0:
         raise BuildError(f"None of the {len(plan.items)} files could be used as an image; see the skipped-file report.")
+    n_train = sum(counts["train"].values())
+    if raw and n_train and config.get("mean", True):
+        mean_sum = mean_image(partial / "train-images.npy") * n_train
     return _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, started)
 
 

@@ -37,47 +37,93 @@ def _npy_header(shape: tuple[int, ...], length: int | None = None) -> bytes:
     return NPY_MAGIC + struct.pack("<H", total - len(NPY_MAGIC) - 2) + (text + " " * padding + "\n").encode("latin1")
 
 
-class SplitWriter:
-    """Appends images of one split; ``close()`` fixes the final count."""
+class RawSplitWriter:
+    """A split stored as raw pixels: one ``N×H×W×C`` uint8 .npy. The file is
+    sized for every planned image and the pool's processes write each image
+    into its own slot (no pixels through pipes); ``close()`` closes the gaps
+    left by skipped files and fixes the count."""
 
-    def __init__(self, folder: Path, split: str, shape: tuple[int, int, int], encoding: str, quality: int,
-                 capacity: int) -> None:
+    def __init__(self, folder: Path, split: str, shape: tuple[int, int, int], capacity: int) -> None:
+        self.folder, self.split, self.shape, self.capacity = folder, split, shape, capacity
+        self.path = folder / f"{split}-images.npy"
+        header = _npy_header((capacity, *shape))
+        self.header_length = len(header)
+        self.image_bytes = int(np.prod(shape))
+        with open(self.path, "wb") as handle:
+            handle.write(header)
+            handle.truncate(self.header_length + capacity * self.image_bytes)
+        self.valid = np.zeros(capacity, dtype=bool)
+        self.labels = np.zeros(capacity, dtype=np.int32)
+
+    @property
+    def count(self) -> int:
+        return int(self.valid.sum())
+
+    def slots(self) -> dict:
+        """What a writing process needs to open the slots (see ``open_slots``)."""
+        return {"path": str(self.path), "offset": self.header_length, "capacity": self.capacity, "shape": self.shape}
+
+    def mark(self, slot: int, label: int) -> None:
+        """The image of ``slot`` has been written."""
+        self.valid[slot] = True
+        self.labels[slot] = label
+
+    def close(self) -> None:
+        count = self.count
+        if count < self.capacity and count:
+            images = open_slots(self.slots())
+            kept = np.flatnonzero(self.valid)
+            first_gap = int(np.argmin(self.valid))
+            for target, slot in enumerate(kept[first_gap:], start=first_gap):
+                images[target] = images[slot]
+            images.flush()
+            del images
+        with open(self.path, "r+b") as handle:
+            handle.write(_npy_header((count, *self.shape), self.header_length))
+            handle.truncate(self.header_length + count * self.image_bytes)
+        np.save(self.folder / f"{self.split}-labels.npy", self.labels[self.valid])
+
+
+def open_slots(slots: dict) -> np.memmap:
+    return np.memmap(slots["path"], dtype=np.uint8, mode="r+", offset=slots["offset"],
+                     shape=(slots["capacity"], *slots["shape"]))
+
+
+class EncodedSplitWriter:
+    """A split stored as PNG or JPEG images one after another, with an index."""
+
+    def __init__(self, folder: Path, split: str, shape: tuple[int, int, int], encoding: str, quality: int) -> None:
         self.folder, self.split, self.shape = folder, split, shape
         self.encoding, self.quality = encoding, quality
         self.count = 0
+        self.offset = 0
         self.labels = open(folder / f"{split}-labels.bin", "wb")
-        if encoding == "none":
-            self.header_length = len(_npy_header((capacity, *shape)))
-            self.images = open(folder / f"{split}-images.npy", "wb")
-            self.images.write(_npy_header((capacity, *shape)))
-        else:
-            self.images = open(folder / f"{split}-images.bin", "wb")
-            self.index = open(folder / f"{split}-index.bin", "wb")
-            self.offset = 0
+        self.images = open(folder / f"{split}-images.bin", "wb")
+        self.index = open(folder / f"{split}-index.bin", "wb")
 
-    def add(self, pixels: np.ndarray, label: int, encoded: bytes | None = None) -> None:
-        """Append one image; ``encoded`` is its PNG/JPEG form when already made (in a worker)."""
-        if self.encoding == "none":
-            self.images.write(np.ascontiguousarray(pixels, dtype=np.uint8).tobytes())
-        else:
-            data = encoded if encoded is not None else encode(pixels, self.encoding, self.quality)
-            self.images.write(data)
-            self.index.write(struct.pack("<qq", self.offset, len(data)))
-            self.offset += len(data)
+    def add(self, encoded: bytes, label: int) -> None:
+        self.images.write(encoded)
+        self.index.write(struct.pack("<qq", self.offset, len(encoded)))
+        self.offset += len(encoded)
         self.labels.write(struct.pack("<i", label))
         self.count += 1
 
     def close(self) -> None:
-        if self.encoding == "none":
-            self.images.seek(0)
-            self.images.write(_npy_header((self.count, *self.shape), self.header_length))
-            self.images.truncate(self.header_length + self.count * int(np.prod(self.shape)))
-        else:
-            self.index.close()
-            _bin_to_npy(self.folder / f"{self.split}-index.bin", np.int64, (self.count, 2))
-        self.images.close()
-        self.labels.close()
+        for handle in (self.images, self.index, self.labels):
+            handle.close()
+        _bin_to_npy(self.folder / f"{self.split}-index.bin", np.int64, (self.count, 2))
         _bin_to_npy(self.folder / f"{self.split}-labels.bin", np.int32, (self.count,))
+
+
+def mean_image(path: Path, chunk: int = 256) -> np.ndarray | None:
+    """The mean of a raw split's images (float64 H×W×C), read in chunks."""
+    images = np.load(path, mmap_mode="r")
+    if not len(images):
+        return None
+    total = np.zeros(images.shape[1:], dtype=np.float64)
+    for start in range(0, len(images), chunk):
+        total += images[start:start + chunk].sum(axis=0, dtype=np.float64)
+    return total / len(images)
 
 
 def _bin_to_npy(path: Path, dtype: type, shape: tuple[int, ...]) -> None:

@@ -47,13 +47,14 @@ def make_images(folder: Path, count: int, seed: int = 0) -> list[Path]:
 
 
 def tree_rss(pid: int) -> int:
-    """Resident memory of a process and all its descendants, in bytes."""
+    """Private resident memory (anonymous and shared-memory pages, not the page
+    cache of files read or written) of a process and all its descendants, in bytes."""
     total, stack = 0, [pid]
     while stack:
         current = stack.pop()
         try:
-            with open(f"/proc/{current}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(f"/proc/{current}/status") as f:
+                total += sum(int(line.split()[1]) * 1024 for line in f if line.startswith(("RssAnon:", "RssShmem:")))
             with open(f"/proc/{current}/task/{current}/children") as f:
                 stack.extend(int(c) for c in f.read().split())
         except (FileNotFoundError, ProcessLookupError):

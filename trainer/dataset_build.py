@@ -32,7 +32,7 @@ from PIL import Image
 
 from . import events
 from .archives import ArchiveError, Limits, extract
-from .datastore import EncodedSplitWriter, RawSplitWriter, encode, mean_image, open_slots, replace_folder
+from .datastore import EncodedSplitWriter, RawSplitWriter, encode, mean_image, replace_folder
 from .imageio import ImageError, load_image, resize
 
 SPLITS = ("train", "val", "test")
@@ -219,7 +219,7 @@ def _split_items(items: list[Item], config: dict[str, Any], rng: random.Random) 
 # ---- Decoding, in the pool --------------------------------------------------------------------
 
 _options: dict[str, Any] = {}
-_slots: dict[str, np.memmap] = {}
+_slots: dict[str, int] = {}  # split -> file descriptor of its raw store
 
 
 def _init_worker(options: dict[str, Any]) -> None:
@@ -242,9 +242,10 @@ def _decode(task: tuple[int, str, str, int]) -> tuple[int, bool, np.ndarray | No
     except ImageError as exc:
         return index, False, None, None, str(exc)
     if o["encoding"] == "none":
+        store = o["slots"][split]
         if split not in _slots:
-            _slots[split] = open_slots(o["slots"][split])
-        _slots[split][slot] = pixels
+            _slots[split] = os.open(store["path"], os.O_WRONLY)
+        os.pwrite(_slots[split], np.ascontiguousarray(pixels).tobytes(), store["offset"] + slot * pixels.nbytes)
         return index, True, None, None, ""
     return index, True, pixels if split == "train" else None, encode(pixels, o["encoding"], o["quality"]), ""
 

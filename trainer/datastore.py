@@ -116,14 +116,19 @@ class EncodedSplitWriter:
 
 
 def mean_image(path: Path, chunk: int = 256) -> np.ndarray | None:
-    """The mean of a raw split's images (float64 H×W×C), read in chunks."""
-    images = np.load(path, mmap_mode="r")
-    if not len(images):
-        return None
-    total = np.zeros(images.shape[1:], dtype=np.float64)
-    for start in range(0, len(images), chunk):
-        total += images[start:start + chunk].sum(axis=0, dtype=np.float64)
-    return total / len(images)
+    """The mean of a raw split's images (float64 H×W×C), read in chunks
+    (plain reads, not a memory map, so the file never stays resident)."""
+    with open(path, "rb") as handle:
+        np.lib.format.read_magic(handle)  # the store writes version 1.0 headers
+        shape, _, _ = np.lib.format.read_array_header_1_0(handle)
+        if not shape[0]:
+            return None
+        total = np.zeros(shape[1:], dtype=np.float64)
+        per_image = int(np.prod(shape[1:]))
+        for start in range(0, shape[0], chunk):
+            block = np.fromfile(handle, dtype=np.uint8, count=min(chunk, shape[0] - start) * per_image)
+            total += block.reshape(-1, *shape[1:]).sum(axis=0, dtype=np.float64)
+    return total / shape[0]
 
 
 def _bin_to_npy(path: Path, dtype: type, shape: tuple[int, ...]) -> None:

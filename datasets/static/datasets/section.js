@@ -17,6 +17,6 @@ if (section.dataset.built === "false") {
     type: "bar", name: s.name, x: chart.classes, y: s.y, marker: { color: colours[s.name] },
   })), {
     barmode: "stack", height: 320, margin: { t: 24, r: 8, b: 80, l: 48 },
-    yaxis: { title: { text: "images" } }, legend: { orientation: "h" },
+    xaxis: { type: "category" }, yaxis: { title: { text: "images" } }, legend: { orientation: "h" },
   }, { displaylogo: false, responsive: true });
 }

@@ -255,3 +255,18 @@ def test_aborting_a_build_leaves_nothing_half_written(client, roots, worker, ali
     services.abort(job, alice)
     job = wait_status(job, Status.ABORTED, timeout=30)
     assert not (job.folder / "dataset").exists() and not (job.folder / "dataset.partial").exists()
+
+
+def test_uploaded_text_lists(client, roots, worker, tmp_path):
+    images = class_folders(roots / "imgs", {"red": 2, "green": 2})
+    (tmp_path / "labels.txt").write_text("green\nred\n")
+    (tmp_path / "train.txt").write_text("red/000.png 1\nred/001.png 1\ngreen/000.png 0\ngreen/001.png 0\n")
+    with open(tmp_path / "train.txt", "rb") as train, open(tmp_path / "labels.txt", "rb") as labels:
+        response = client.post("/api/datasets", {
+            "name": "lists", "source": "lists", "train_list": train, "labels_file": labels, "prefix": str(images),
+            "shuffle": "on", "width": 2, "height": 2, "val_percent": 0, "test_percent": 0, "image_type": "color",
+            "resize_mode": "squash", "min_per_class": 1, "encoding": "none", "quality": 90, "seed": 1})
+    assert response.status_code == 201, response.json()
+    job = built(response.json()["id"])
+    assert manifest(job)["splits"]["train"]["per_class"] == [2, 2]
+    assert (job.folder / "upload" / "train_list.txt").read_text().startswith("red/000.png 1")

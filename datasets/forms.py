@@ -11,11 +11,11 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
-from trainer.imageio import RESIZE_MODES
 
 from jobs import services
 from jobs.forms import JobFieldsForm
 from jobs.models import Job
+from trainer.imageio import RESIZE_MODES
 
 from .folders import OutsideRoots, allowed, roots
 

@@ -14,12 +14,12 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from trainer.imageio import ImageError, load_image, resize
 
 from digitslike.api import BadRequest, api, json_body
 from jobs import serialize
 from jobs.models import Job
 from trainer.datastore import png_bytes
+from trainer.imageio import ImageError, load_image, resize
 
 from . import sample, store
 from .folders import OutsideRoots, first_file, listing

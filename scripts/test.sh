@@ -58,7 +58,7 @@ need chromium chromium
 ensure_postgres
 
 echo "== lint"
-$BIN/ruff check .
+$BIN/ruff check --no-cache .
 
 echo "== tests on SQLite"
 set +e

@@ -115,9 +115,10 @@ def preview(request: HttpRequest) -> HttpResponse:
     try:
         if "image" in request.FILES:
             source = request.FILES["image"].read()
+        elif not request.POST.get("folder"):
+            return JsonResponse({"error": "Choose an image, or a training folder first."}, status=400)
         else:
-            folder = Path(listing(request.POST.get("folder"))["path"] or "")
-            source = first_file(folder)
+            source = first_file(Path(listing(request.POST["folder"])["path"]))
             if source is None:
                 return JsonResponse({"error": "That folder holds no files to preview."}, status=400)
         pixels = resize(load_image(source, channels), width, height, mode, np.random.default_rng(0))

@@ -231,6 +231,8 @@ def test_the_resize_preview(client, roots):
     assert image.size == (3, 5) and image.getpixel((1, 2)) == (255, 0, 0)
     refused = client.post("/datasets/preview", {"folder": "/etc", "width": 3, "height": 5})
     assert refused.status_code == 400 and "not inside" in refused.json()["error"]
+    nothing = client.post("/datasets/preview", {"folder": "", "width": 3, "height": 5})
+    assert nothing.status_code == 400 and "Choose an image" in nothing.json()["error"]
 
 
 def test_the_sample_dataset_is_made_offline(alice, worker, db_url):

@@ -144,6 +144,7 @@ def plan_folders(folders: dict[str, Path], config: dict[str, Any]) -> Plan:
                                for p in paths)
                 continue
             items.extend(Item(p, label[name], split) for p in paths)
+    rng.shuffle(items)  # a store in random order: the gallery mixes classes, a sequential read is not class by class
     return Plan(classes, items, skipped, warnings)
 
 

@@ -1,111 +1,284 @@
 """Uploaded archives are extracted only when every member is a plain file or
-folder that stays inside the destination, within the size and ratio limits;
-a refused archive leaves nothing behind."""
+folder that stays inside the destination, within the count, size and ratio
+limits; a refused archive leaves nothing behind. Every archive here is built
+on the fly, most of them hostile."""
 
 from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 import tarfile
 import zipfile
+from pathlib import Path
 
 import pytest
 
 from trainer.archives import ArchiveError, Limits, archive_kind, extract
 
+CLASS_FOLDERS = [("cats/a.png", b"cat"), ("dogs/sub/b.png", b"dog")]
+MIB = 1024 * 1024
 
-def zip_with(path, members: dict[str, bytes], symlink: str | None = None):
+
+def zip_with(path: Path, members: list[tuple[str | zipfile.ZipInfo, bytes]]) -> Path:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
+        for name, data in members:
             archive.writestr(name, data)
-        if symlink:
-            info = zipfile.ZipInfo(symlink)
-            info.external_attr = (stat.S_IFLNK | 0o777) << 16
-            archive.writestr(info, "/etc/passwd")
     return path
 
 
-def tar_with(path, members: list[tarfile.TarInfo | tuple[str, bytes]], mode="w"):
-    with tarfile.open(path, mode) as archive:
+def tar_info(name: str, kind: bytes = tarfile.REGTYPE, size: int = 0, mode: int = 0o644) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.size, info.mode = kind, size, mode
+    if kind in (tarfile.SYMTYPE, tarfile.LNKTYPE):
+        info.linkname = "/etc/passwd"
+    return info
+
+
+def tar_with(path: Path, members: list[tuple[str, bytes] | tarfile.TarInfo], mode: str = "w",
+             tar_format: int = tarfile.PAX_FORMAT) -> Path:
+    with tarfile.open(path, mode, format=tar_format) as archive:
         for member in members:
             if isinstance(member, tarfile.TarInfo):
                 archive.addfile(member)
             else:
                 name, data = member
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                archive.addfile(info, io.BytesIO(data))
+                archive.addfile(tar_info(name, size=len(data)), io.BytesIO(data))
     return path
 
 
-def refused(archive, tmp_path, message, limits=None):
+def patched(path: Path, old: bytes, new: bytes) -> Path:
+    """Rewrites bytes the zip and tar writers would never produce themselves."""
+    data = path.read_bytes()
+    assert old in data
+    path.write_bytes(data.replace(old, new))
+    return path
+
+
+def refused(archive: Path, tmp_path: Path, message: str, limits: Limits | None = None) -> str:
     destination = tmp_path / "out"
-    with pytest.raises(ArchiveError, match=message):
+    with pytest.raises(ArchiveError, match=re.escape(message)) as caught:
         extract(archive, destination, limits or Limits())
     assert not destination.exists()
+    return str(caught.value)
 
 
-@pytest.mark.parametrize("name", ["../evil.txt", "a/../../evil.txt", "..\\evil.txt"])
-def test_zip_slip_is_refused(tmp_path, name):
-    refused(zip_with(tmp_path / "a.zip", {"ok/a.txt": b"1", name: b"x"}), tmp_path, "outside the destination")
+def files_under(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("name", ["../evil.txt", "a/../../evil.txt", "..\\evil.txt", "a\\..\\..\\evil.txt"])
+def test_names_that_climb_out_are_refused(tmp_path, name):
+    archive = zip_with(tmp_path / "a.zip", [("ok/a.txt", b"1"), (name, b"x")])
+    refused(archive, tmp_path, f"Refused archive: member '{name}' would be written outside the destination.")
     assert not (tmp_path / "evil.txt").exists()
 
 
-def test_absolute_paths_are_refused(tmp_path):
-    refused(zip_with(tmp_path / "a.zip", {"/etc/evil": b"x"}), tmp_path, "absolute path")
-    refused(tar_with(tmp_path / "a.tar", [("/tmp/evil", b"x")]), tmp_path, "absolute path")
-    refused(zip_with(tmp_path / "b.zip", {"C:\\evil": b"x"}), tmp_path, "absolute path")
+def test_a_climbing_name_in_a_tar_is_refused(tmp_path):
+    refused(tar_with(tmp_path / "a.tar", [("ok/a.txt", b"1"), ("../evil.txt", b"x")]), tmp_path,
+            "member '../evil.txt' would be written outside the destination")
 
 
-def test_links_devices_and_fifos_are_refused(tmp_path):
-    refused(zip_with(tmp_path / "a.zip", {"a/x.txt": b"1"}, symlink="a/link"), tmp_path, "symbolic link")
-    for kind, what in ((tarfile.SYMTYPE, "symbolic link"), (tarfile.LNKTYPE, "hard link"),
-                       (tarfile.CHRTYPE, "device file"), (tarfile.FIFOTYPE, "FIFO")):
-        info = tarfile.TarInfo("a/special")
-        info.type = kind
-        info.linkname = "/etc/passwd"
-        refused(tar_with(tmp_path / f"{kind!r}.tar", [("a/x.txt", b"1"), info]), tmp_path, what)
+@pytest.mark.parametrize("name", ["/etc/evil", "C:\\evil.txt", "c:evil.txt", "\\\\server\\share\\evil.txt"])
+def test_absolute_paths_in_a_zip_are_refused(tmp_path, name):
+    refused(zip_with(tmp_path / "a.zip", [(name, b"x")]), tmp_path, f"member '{name}' has an absolute path")
 
 
-def test_a_zip_bomb_is_refused(tmp_path):
-    refused(zip_with(tmp_path / "bomb.zip", {"a/zeros.bin": bytes(50 * 1024 * 1024)}), tmp_path, "possible zip bomb")
+def test_absolute_paths_in_a_tar_are_refused(tmp_path):
+    refused(tar_with(tmp_path / "a.tar", [("ok/a.txt", b"1"), ("/tmp/evil.txt", b"x")]), tmp_path,
+            "member '/tmp/evil.txt' has an absolute path and would be written outside the destination.")
 
 
-def test_limits_on_size_count_and_duplicates(tmp_path):
-    refused(tar_with(tmp_path / "big.tar", [("a/x", os.urandom(2000))]), tmp_path, "over the 1000 bytes limit",
+def test_a_zip_symlink_is_refused(tmp_path):
+    link = zipfile.ZipInfo("a/link")
+    link.external_attr = (stat.S_IFLNK | 0o777) << 16
+    refused(zip_with(tmp_path / "a.zip", [("a/x.txt", b"1"), (link, b"/etc/passwd")]), tmp_path,
+            "Refused archive: member 'a/link' is a symbolic link; only files and folders are accepted.")
+
+
+def test_a_zip_device_is_refused(tmp_path):
+    device = zipfile.ZipInfo("a/dev")
+    device.external_attr = (stat.S_IFCHR | 0o666) << 16
+    refused(zip_with(tmp_path / "a.zip", [(device, b"")]), tmp_path, "member 'a/dev' is a device file")
+
+
+@pytest.mark.parametrize(("kind", "what"), [(tarfile.SYMTYPE, "a symbolic link"), (tarfile.LNKTYPE, "a hard link"),
+                                            (tarfile.CHRTYPE, "a device file"), (tarfile.BLKTYPE, "a device file"),
+                                            (tarfile.FIFOTYPE, "a FIFO")])
+def test_tar_links_devices_and_fifos_are_refused(tmp_path, kind, what):
+    archive = tar_with(tmp_path / "a.tar", [("a/x.txt", b"1"), tar_info("a/special", kind)])
+    refused(archive, tmp_path, f"Refused archive: member 'a/special' is {what}; only files and folders are accepted.")
+
+
+def test_a_zip_bomb_is_refused_by_its_member_ratio(tmp_path):
+    archive = zip_with(tmp_path / "bomb.zip", [("big.bin", bytes(50 * MIB))])
+    assert archive.stat().st_size < 100_000
+    message = refused(archive, tmp_path, "over the 200:1 limit (a possible zip bomb).", Limits(max_ratio=200))
+    assert re.fullmatch(r"Refused archive: member 'big\.bin' is compressed \d+:1, over .*", message)
+
+
+def test_a_tar_gz_bomb_is_refused_by_the_archive_ratio(tmp_path):
+    archive = tar_with(tmp_path / "bomb.tar.gz", [("big.bin", bytes(50 * MIB))], "w:gz")
+    refused(archive, tmp_path, "over the 200:1 limit (a possible archive bomb).")
+
+
+def test_a_member_over_the_total_size_is_refused(tmp_path):
+    archive = tar_with(tmp_path / "big.tar", [("a/x", os.urandom(2000))])
+    refused(archive, tmp_path, "Refused archive: it would expand to at least 2.0 KB, over the 1000 bytes limit.",
             Limits(max_total_bytes=1000))
-    refused(tar_with(tmp_path / "many.tar", [(f"a/{i}", b"1") for i in range(4)]), tmp_path, "more than 3 members",
-            Limits(max_members=3))
-    refused(tar_with(tmp_path / "twice.tar", [("a/x", b"1"), ("a/x", b"2")]), tmp_path, "appears twice")
 
 
-def test_not_an_archive(tmp_path):
+def test_a_header_declaring_25_gb_is_refused_before_any_data_is_read(tmp_path):
+    archive = tar_with(tmp_path / "huge.tar", [tar_info("a/huge.bin", size=25 * 1024**3)])  # the header alone
+    refused(archive, tmp_path, "Refused archive: it would expand to at least 25.0 GB, over the 20.0 GB limit.")
+
+
+def test_a_member_holding_more_than_it_declares_is_stopped_while_streaming(tmp_path, monkeypatch):
+    archive = zip_with(tmp_path / "a.zip", [("a/first.bin", bytes(5000)), ("a/liar.bin", b"0123456789")])
+    monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, *args, **kwargs: io.BytesIO(bytes(5000)))
+    refused(archive, tmp_path, "Refused archive: member 'a/liar.bin' holds more data than its header declares (10 bytes).")
+
+
+def test_too_many_members_are_refused(tmp_path):
+    archive = tar_with(tmp_path / "many.tar", [(f"a/{i}.png", b"1") for i in range(4)])
+    refused(archive, tmp_path, "Refused archive: it has more than 3 members.", Limits(max_members=3))
+    assert extract(archive, tmp_path / "ok", Limits(max_members=4)) == 4
+
+
+def test_duplicate_names_are_refused(tmp_path):
+    refused(tar_with(tmp_path / "twice.tar", [("a/x", b"1"), ("a/x", b"2")]), tmp_path,
+            "Refused archive: member 'a/x' appears twice.")
+    with pytest.warns(UserWarning, match="Duplicate name"):
+        archive = zip_with(tmp_path / "twice.zip", [("a/x", b"1"), ("a/./x", b"2"), ("a/x", b"3")])
+    refused(archive, tmp_path, "Refused archive: member 'a/./x' appears twice.")
+
+
+def test_a_name_that_is_both_a_file_and_a_folder_is_refused(tmp_path):
+    refused(tar_with(tmp_path / "a.tar", [("a", b"1"), ("a/b", b"2")]), tmp_path, "'a' is both a file and a folder")
+    refused(zip_with(tmp_path / "b.zip", [("a/b", b"2"), ("a", b"1")]), tmp_path, "'a' is both a file and a folder")
+
+
+def test_a_file_that_is_not_an_archive_is_refused(tmp_path):
     text = tmp_path / "notes.zip"
-    text.write_text("hello")
-    with pytest.raises(ArchiveError, match="not a zip or tar archive"):
+    text.write_text("hello, these are notes\n" * 100)
+    with pytest.raises(ArchiveError, match=re.escape("Refused archive: 'notes.zip' is not a zip or tar archive.")):
         archive_kind(text)
-    refused(text, tmp_path, "not a zip or tar archive")
+    refused(text, tmp_path, "'notes.zip' is not a zip or tar archive.")
 
 
-@pytest.mark.parametrize("mode", ["w", "w:gz", "w:bz2", "w:xz"])
-def test_tar_flavours_extract_nested_class_folders(tmp_path, mode):
-    archive = tar_with(tmp_path / "x.zip", [("cats/a.png", b"A"), ("dogs/sub/b.png", b"B")], mode)  # name lies
+def test_a_damaged_archive_is_refused_and_partial_files_removed(tmp_path):
+    archive = tmp_path / "a.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as opened:
+        opened.writestr("a/first.txt", b"fine")
+        opened.writestr("a/second.txt", b"original data")
+    patched(archive, b"original data", b"tampered data")
+    refused(archive, tmp_path, "Refused archive: member 'a/second.txt' could not be extracted (Bad CRC-32")
+
+
+def test_a_truncated_tar_gz_is_refused(tmp_path):
+    archive = tar_with(tmp_path / "a.tar.gz", [("a/x.bin", os.urandom(100_000)), ("a/y.bin", b"1")], "w:gz")
+    archive.write_bytes(archive.read_bytes()[:50_000])
+    refused(archive, tmp_path, "Refused archive: it cannot be read")
+
+
+@pytest.mark.parametrize(("field_offset", "value", "message"), [(8, b"\x01\x00", "member 'a/x' is encrypted."),
+                                                                 (10, b"\x63\x00", "unsupported compression method")])
+def test_encrypted_or_unknown_zip_members_are_refused(tmp_path, field_offset, value, message):
+    archive = zip_with(tmp_path / "a.zip", [("a/x", b"1")])
+    data = bytearray(archive.read_bytes())
+    central = data.index(b"PK\x01\x02")
+    data[central + field_offset:central + field_offset + 2] = value
+    archive.write_bytes(bytes(data))
+    refused(archive, tmp_path, message)
+
+
+def test_the_destination_must_be_new_and_is_left_alone(tmp_path):
+    archive = zip_with(tmp_path / "a.zip", CLASS_FOLDERS)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError):
+        extract(archive, tmp_path / "out")
+    assert files_under(tmp_path / "out") == {"keep.txt": b"mine"}
+
+
+def write_archive(path: Path, kind: str, members: list[tuple[str, bytes]]) -> Path:
+    return zip_with(path, members) if kind == "zip" else tar_with(path, members, kind)
+
+
+@pytest.mark.parametrize("kind", ["zip", "w", "w:gz", "w:bz2", "w:xz"])
+def test_class_folders_extract_from_every_kind(tmp_path, kind):
+    archive = write_archive(tmp_path / "upload.bin", kind, CLASS_FOLDERS)
+    assert archive_kind(archive) == ("zip" if kind == "zip" else "tar")
     assert extract(archive, tmp_path / "out") == 2
-    assert (tmp_path / "out" / "dogs" / "sub" / "b.png").read_bytes() == b"B"
-    assert stat.S_IMODE((tmp_path / "out" / "cats" / "a.png").stat().st_mode) == 0o644
+    assert files_under(tmp_path / "out") == dict(CLASS_FOLDERS)
 
 
-def test_unicode_and_non_utf8_names(tmp_path):
-    zipped = zip_with(tmp_path / "u.zip", {"chats/été 猫.png": b"1"})
-    assert extract(zipped, tmp_path / "z") == 1
-    assert (tmp_path / "z" / "chats" / "été 猫.png").exists()
+def test_the_content_decides_not_the_name(tmp_path):
+    archive = tar_with(tmp_path / "photos.zip", CLASS_FOLDERS, "w:gz")
+    assert archive_kind(archive) == "tar"
+    assert extract(archive, tmp_path / "out") == 2
+    assert files_under(tmp_path / "out") == dict(CLASS_FOLDERS)
+
+
+def test_a_tar_ending_with_a_zip_is_a_tar(tmp_path):
+    inner = zip_with(tmp_path / "inner.zip", [("x.txt", b"x")]).read_bytes()
+    archive = tar_with(tmp_path / "a.tar", [("cats/a.png", b"cat"), ("cats/inner.zip", inner)])
+    assert zipfile.is_zipfile(archive)
+    assert archive_kind(archive) == "tar"
+    assert extract(archive, tmp_path / "out") == 2
+    assert files_under(tmp_path / "out") == {"cats/a.png": b"cat", "cats/inner.zip": inner}
+
+
+def test_modes_are_fixed_whatever_the_archive_and_umask_say(tmp_path):
+    archive = tar_with(tmp_path / "a.tar", [tar_info("cats", tarfile.DIRTYPE, mode=0o700),
+                                             tar_info("cats/empty.png", mode=0o4777)])
+    umask = os.umask(0o077)
+    try:
+        assert extract(archive, tmp_path / "out") == 1
+    finally:
+        os.umask(umask)
+    for path, mode in ((tmp_path / "out", 0o755), (tmp_path / "out" / "cats", 0o755),
+                       (tmp_path / "out" / "cats" / "empty.png", 0o644)):
+        assert stat.S_IMODE(path.stat().st_mode) == mode, path
+
+
+def test_harmless_entries_are_skipped_and_nameless_files_refused(tmp_path):
+    archive = zip_with(tmp_path / "a.zip", [("./", b""), ("cats/", b""), ("./cats/a.png", b"cat"), ("empty/", b"")])
+    assert extract(archive, tmp_path / "zip") == 1
+    assert files_under(tmp_path / "zip") == {"cats/a.png": b"cat"}
+    assert (tmp_path / "zip" / "empty").is_dir()
+    refused(tar_with(tmp_path / "b.tar", [tar_info(".", tarfile.DIRTYPE), ("a/b", b"1"), ("./.", b"x")]), tmp_path,
+            "Refused archive: member './.' has no file name.")
+
+
+@pytest.mark.parametrize("kind", ["zip", "w:gz"])
+def test_unicode_names_extract(tmp_path, kind):
+    archive = write_archive(tmp_path / "u.bin", kind, [("chats/été 猫.png", b"miaou"), ("日本/a.png", b"1")])
+    assert extract(archive, tmp_path / "out") == 2
+    assert (tmp_path / "out" / "chats" / "été 猫.png").read_bytes() == b"miaou"
+
+
+@pytest.mark.parametrize("tar_format", [tarfile.PAX_FORMAT, tarfile.GNU_FORMAT])
+def test_a_non_utf8_tar_name_keeps_its_bytes(tmp_path, tar_format):
     raw = b"caf\xe9.txt".decode("utf-8", "surrogateescape")
-    tarred = tar_with(tmp_path / "n.tar", [(f"c/{raw}", b"1"), ("c/日本.txt", b"2")], "w")
-    assert extract(tarred, tmp_path / "t") == 2
-    assert b"caf\xe9.txt" in os.listdir(os.fsencode(tmp_path / "t" / "c"))
-    legacy = tmp_path / "cp437.zip"
-    with zipfile.ZipFile(legacy, "w") as archive:
-        info = zipfile.ZipInfo("c/caf\x82.txt")  # written without the UTF-8 flag (cp437)
-        archive.writestr(info, b"1")
-    assert extract(legacy, tmp_path / "l") == 1
+    archive = tar_with(tmp_path / "n.tar", [(f"c/{raw}", b"latin-1")], tar_format=tar_format)
+    assert extract(archive, tmp_path / "out") == 1
+    assert os.listdir(os.fsencode(tmp_path / "out" / "c")) == [b"caf\xe9.txt"]
+    assert (tmp_path / "out" / "c" / raw).read_bytes() == b"latin-1"
+
+
+def test_a_non_utf8_name_in_a_message_stays_printable(tmp_path):
+    raw = b"caf\xe9.txt".decode("utf-8", "surrogateescape")
+    message = refused(tar_with(tmp_path / "n.tar", [(f"c/{raw}", b"1"), (f"c/{raw}", b"2")]), tmp_path, "appears twice")
+    assert "member 'c/caf\ufffd.txt' appears twice" in message
+    message.encode("utf-8")
+
+
+def test_a_cp437_zip_name_is_kept_as_zipfile_reads_it(tmp_path):
+    archive = zip_with(tmp_path / "a.zip", [("c/cafX.txt", b"legacy")])
+    patched(archive, b"cafX", b"caf\x82")  # 0x82 is é in cp437, written without the UTF-8 flag
+    with zipfile.ZipFile(archive) as opened:
+        assert opened.infolist()[0].flag_bits & 0x800 == 0
+    assert extract(archive, tmp_path / "out") == 1
+    assert files_under(tmp_path / "out") == {"c/café.txt": b"legacy"}

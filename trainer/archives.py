@@ -1,172 +1,295 @@
 """Extracting uploaded zip and tar archives without trusting them.
 
 Every member is checked before anything is written: only regular files and
-folders, no absolute paths, no ``..``, nothing that lands outside the
-destination, no duplicates, and limits on the member count, the total size
-and the compression ratio (zip bombs). Sizes are checked again while
-streaming, since headers can lie. A refused archive leaves nothing behind.
+folders, no absolute paths, no ``..``, no duplicates, no name that is both a
+file and a folder, and limits on the member count, the total size and the
+compression ratio (archive bombs). Sizes are checked again while streaming,
+since headers can lie. Files are written 0o644 and folders 0o755 whatever the
+archive says, owners are never set and links are never followed or created.
+A refused archive leaves nothing behind.
+
+Standard library only: the dataset builder runs this outside Django.
 """
 
 from __future__ import annotations
 
+import lzma
 import os
 import shutil
 import stat
+import sys
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import IO
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, BinaryIO
 
 CHUNK = 1 << 20
-RATIO_CHECK_ABOVE = 1 << 20  # members this small may compress as well as they like
+RATIO_FLOOR = 1 << 20  # sizes up to this may compress as well as they like
+SHOWN_NAME_CHARS = 200
+
+# What the zip and tar libraries raise on damaged or unsupported data.
+READ_ERRORS = (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, zlib.error, lzma.LZMAError,
+               UnicodeDecodeError, NotImplementedError)
+ZIP_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+ZIP_ENCRYPTED = 0x1
+ZIP_SPECIAL = {stat.S_IFLNK: "a symbolic link", stat.S_IFCHR: "a device file", stat.S_IFBLK: "a device file",
+               stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
+TAR_SPECIAL = {tarfile.SYMTYPE: "a symbolic link", tarfile.LNKTYPE: "a hard link", tarfile.CHRTYPE: "a device file",
+               tarfile.BLKTYPE: "a device file", tarfile.FIFOTYPE: "a FIFO"}
+
+Parts = tuple[str, ...]
 
 
 class ArchiveError(Exception):
-    """A refused archive; ``str(exc)`` names the member and the reason."""
+    """A refused archive; ``str(exc)`` is a clear message for the user that names the member and the reason."""
 
 
 @dataclass(frozen=True)
 class Limits:
-    max_total_bytes: int = 20 * 1024**3
+    max_total_bytes: int = 20 * 1024**3  # sum of uncompressed member sizes
     max_members: int = 2_000_000
-    max_ratio: float = 200.0
+    max_ratio: float = 200.0  # uncompressed / compressed, whole archive and per member (members > 1 MiB only)
 
 
 @dataclass
 class Member:
+    """One archive member as the checks see it; ``handle`` is the library's ZipInfo or TarInfo."""
+
     name: str
-    parts: tuple[str, ...]
     is_dir: bool
     size: int
-    compressed: int | None
-    handle: object
+    compressed: int | None  # zip only: tar.gz and friends compress the archive as a whole
+    handle: zipfile.ZipInfo | tarfile.TarInfo
 
 
-def _gb(n: float) -> str:
-    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{int(n)} bytes"
+def _refuse(reason: str) -> ArchiveError:
+    return ArchiveError(f"Refused archive: {reason}")
+
+
+def _shown(name: str) -> str:
+    """The member name fit for a message: unprintable characters (and the surrogates that stand for
+    bytes that are not UTF-8) become U+FFFD, and very long names are cut."""
+    text = "".join(c if c.isprintable() else "\ufffd" for c in name)
+    return text if len(text) <= SHOWN_NAME_CHARS else text[:SHOWN_NAME_CHARS] + "…"
+
+
+def _size(n: float) -> str:
+    for unit, scale in (("GB", 1024**3), ("MB", 1024**2), ("KB", 1024)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def _is_tar(path: Path) -> bool:
+    """``tarfile.is_tarfile``, which raises instead of answering on some damaged compressed files."""
+    try:
+        return tarfile.is_tarfile(path)
+    except (EOFError, zlib.error, lzma.LZMAError):
+        return False
 
 
 def archive_kind(path: Path) -> str:
-    """"zip" or "tar" by the file's content, never its name."""
+    """"zip" or "tar" (plain, gz, bz2 or xz), decided by the file's content, never by its name.
+
+    Tar is asked first: a zip never passes the tar header checksum, but a tar whose last member is a
+    zip file passes ``zipfile.is_zipfile``, which looks for a zip directory near the end of the file."""
+    if _is_tar(path):
+        return "tar"
     if zipfile.is_zipfile(path):
         return "zip"
-    if tarfile.is_tarfile(path):
-        return "tar"
-    raise ArchiveError(f"Refused archive: {Path(path).name} is not a zip or tar archive.")
+    raise _refuse(f"'{_shown(Path(path).name)}' is not a zip or tar archive.")
 
 
-def _safe_parts(name: str) -> tuple[str, ...]:
-    """The path components of a member name, or ArchiveError if it could escape."""
+def _parts(name: str) -> Parts:
+    """The path components of a member name, backslashes counting as separators.
+
+    Refusing absolute names and every ``..`` is enough to keep each member inside the destination,
+    which is new and holds no links."""
     text = name.replace("\\", "/")
-    if text.startswith("/") or (len(text) > 1 and text[1] == ":") or text.startswith("//"):
-        raise ArchiveError(f"Refused archive: member '{name}' has an absolute path.")
-    parts = tuple(p for p in PurePosixPath(text).parts if p not in ("", "."))
+    if text.startswith("/") or (len(text) >= 2 and text[0].isascii() and text[0].isalpha() and text[1] == ":"):
+        raise _refuse(f"member '{_shown(name)}' has an absolute path and would be written outside the destination.")
+    parts = tuple(p for p in text.split("/") if p not in ("", "."))
     if ".." in parts:
-        raise ArchiveError(f"Refused archive: member '{name}' would be written outside the destination.")
+        raise _refuse(f"member '{_shown(name)}' would be written outside the destination.")
     return parts
+
+
+def _special(name: str, what: str) -> ArchiveError:
+    return _refuse(f"member '{_shown(name)}' is {what}; only files and folders are accepted.")
 
 
 def _zip_members(archive: zipfile.ZipFile) -> Iterator[Member]:
     for info in archive.infolist():
         kind = stat.S_IFMT(info.external_attr >> 16)
-        is_dir = info.is_dir()
-        if kind and kind not in (stat.S_IFREG, stat.S_IFDIR):
-            what = "a symbolic link" if kind == stat.S_IFLNK else "a special file"
-            raise ArchiveError(f"Refused archive: member '{info.filename}' is {what}; only files and folders are accepted.")
-        yield Member(info.filename, _safe_parts(info.filename), is_dir, info.file_size, info.compress_size, info)
+        if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
+            raise _special(info.filename, ZIP_SPECIAL.get(kind, "a special file"))
+        if info.flag_bits & ZIP_ENCRYPTED:
+            raise _refuse(f"member '{_shown(info.filename)}' is encrypted.")
+        if info.compress_type not in ZIP_METHODS:
+            raise _refuse(f"member '{_shown(info.filename)}' uses an unsupported compression method.")
+        is_dir = info.is_dir() or info.filename.endswith("\\") or kind == stat.S_IFDIR
+        yield Member(info.filename, is_dir, info.file_size, info.compress_size, info)
 
 
 def _tar_members(archive: tarfile.TarFile) -> Iterator[Member]:
     for info in archive:
         if not (info.isfile() or info.isdir()):
-            what = ("a symbolic link" if info.issym() else "a hard link" if info.islnk() else
-                    "a FIFO" if info.isfifo() else "a device file" if info.isdev() else "a special file")
-            raise ArchiveError(f"Refused archive: member '{info.name}' is {what}; only files and folders are accepted.")
-        yield Member(info.name, _safe_parts(info.name), info.isdir(), info.size, None, info)
+            raise _special(info.name, TAR_SPECIAL.get(info.type, "a special file"))
+        yield Member(info.name, info.isdir(), info.size, None, info)
 
 
-@contextmanager
-def _opened(path: Path, kind: str):
+@dataclass
+class _Plan:
+    """The checked members: folders to make, files to write. Checks run member by member, so an
+    archive bomb is refused as soon as its listing shows it, before the rest is even read."""
+
+    limits: Limits
+    archive_bytes: int
+    folders: set[Parts] = field(default_factory=set)
+    files: dict[Parts, Member] = field(default_factory=dict)
+    members: int = 0
+    total: int = 0
+
+    def add(self, member: Member) -> None:
+        self.members += 1
+        if self.members > self.limits.max_members:
+            raise _refuse(f"it has more than {self.limits.max_members} members.")
+        parts = _parts(member.name)
+        if member.is_dir:
+            self._add_folder(parts, member.name)
+        else:
+            self._add_file(parts, member)
+
+    def _add_folder(self, parts: Parts, name: str) -> None:
+        """Adds a folder and its parents; once one is known, so are all of its parents."""
+        for end in range(len(parts), 0, -1):
+            folder = parts[:end]
+            if folder in self.folders:
+                return
+            if folder in self.files:
+                raise _refuse(f"'{_shown('/'.join(folder))}' is both a file and a folder (member '{_shown(name)}').")
+            self.folders.add(folder)
+
+    def _add_file(self, parts: Parts, member: Member) -> None:
+        name = _shown(member.name)
+        if not parts:
+            raise _refuse(f"member '{name}' has no file name.")
+        if parts in self.files:
+            raise _refuse(f"member '{name}' appears twice.")
+        if parts in self.folders:
+            raise _refuse(f"'{name}' is both a file and a folder.")
+        self._add_folder(parts[:-1], member.name)
+        self._check_member_ratio(member)
+        self.files[parts] = member
+        self.total += member.size
+        self._check_totals()
+
+    def _check_member_ratio(self, member: Member) -> None:
+        if member.compressed is None or member.size <= RATIO_FLOOR:
+            return
+        ratio = member.size / max(member.compressed, 1)
+        if ratio > self.limits.max_ratio:
+            raise _refuse(f"member '{_shown(member.name)}' is compressed {ratio:.0f}:1, "
+                          f"over the {self.limits.max_ratio:g}:1 limit (a possible zip bomb).")
+
+    def _check_totals(self) -> None:
+        """The running totals; "at least" because members not yet listed may add to them."""
+        limits, total = self.limits, self.total
+        if total > limits.max_total_bytes:
+            raise _refuse(f"it would expand to at least {_size(total)}, over the {_size(limits.max_total_bytes)} limit.")
+        if total > RATIO_FLOOR and total > limits.max_ratio * max(self.archive_bytes, 1):
+            raise _refuse(f"it would expand to at least {_size(total)} from {_size(self.archive_bytes)}, "
+                          f"over the {limits.max_ratio:g}:1 limit (a possible archive bomb).")
+
+
+class _BoundedWriter:
+    """A file that takes no more bytes than the member declared, so a lying header stops the copy
+    instead of filling the disk. As the declared sizes were checked against the total limit, this
+    also holds the total to it."""
+
+    def __init__(self, out: BinaryIO, member: Member) -> None:
+        self.out, self.member = out, member
+        self.written = 0
+
+    def write(self, block: bytes) -> int:
+        self.written += len(block)
+        if self.written > self.member.size:
+            raise _refuse(f"member '{_shown(self.member.name)}' holds more data than its header declares "
+                          f"({_size(self.member.size)}).")
+        return self.out.write(block)
+
+
+def _path(destination: bytes, parts: Parts) -> bytes:
+    """The path as bytes: tar names that are not UTF-8 hold surrogate escapes, which os.fsencode turns
+    back into the original bytes."""
+    return os.path.join(destination, *(os.fsencode(p) for p in parts))
+
+
+def _make_folders(destination: bytes, folders: set[Parts]) -> None:
+    os.chmod(destination, 0o755)
+    for parts in sorted(folders):  # parents sort before their children
+        path = _path(destination, parts)
+        try:
+            os.mkdir(path, 0o755)
+            os.chmod(path, 0o755)  # whatever the umask
+        except OSError as exc:
+            raise _refuse(f"folder '{_shown('/'.join(parts))}' could not be created ({exc.strerror}).") from exc
+
+
+def _open_member(archive: zipfile.ZipFile | tarfile.TarFile, member: Member) -> IO[bytes]:
+    if isinstance(archive, zipfile.ZipFile):
+        return archive.open(member.handle)
+    source = archive.extractfile(member.handle)
+    assert source is not None, "only regular tar members are planned as files"
+    return source
+
+
+def _write_file(archive: zipfile.ZipFile | tarfile.TarFile, member: Member, path: bytes) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        archive = zipfile.ZipFile(path) if kind == "zip" else tarfile.open(path)
-    except (zipfile.BadZipFile, tarfile.TarError, OSError) as exc:
-        raise ArchiveError(f"Refused archive: it cannot be read ({exc}).") from None
-    with archive:
-        yield archive
+        with _open_member(archive, member) as source, os.fdopen(os.open(path, flags, 0o644), "wb") as out:
+            os.fchmod(out.fileno(), 0o644)  # whatever the umask
+            shutil.copyfileobj(source, _BoundedWriter(out, member), CHUNK)
+    except READ_ERRORS as exc:
+        raise _refuse(f"member '{_shown(member.name)}' could not be extracted ({exc}).") from exc
 
 
-def _check(members: list[Member], archive_bytes: int, limits: Limits) -> None:
-    if len(members) > limits.max_members:
-        raise ArchiveError(f"Refused archive: it has more than {limits.max_members} members.")
-    seen: set[tuple[str, ...]] = set()
-    total = 0
-    for m in members:
-        if not m.is_dir:
-            if not m.parts:
-                raise ArchiveError(f"Refused archive: member '{m.name}' has no file name.")
-            if m.parts in seen:
-                raise ArchiveError(f"Refused archive: member '{m.name}' appears twice.")
-            seen.add(m.parts)
-            total += m.size
-            if m.compressed is not None and m.size > RATIO_CHECK_ABOVE and m.size > limits.max_ratio * max(m.compressed, 1):
-                raise ArchiveError(f"Refused archive: member '{m.name}' is compressed {m.size / max(m.compressed, 1):.0f}:1, "
-                                   f"over the {limits.max_ratio:.0f}:1 limit (a possible zip bomb).")
-    if total > limits.max_total_bytes:
-        raise ArchiveError(f"Refused archive: it would expand to {_gb(total)}, over the {_gb(limits.max_total_bytes)} limit.")
-    if total > RATIO_CHECK_ABOVE and total > limits.max_ratio * max(archive_bytes, 1):
-        raise ArchiveError(f"Refused archive: it expands {total / max(archive_bytes, 1):.0f}:1, "
-                           f"over the {limits.max_ratio:.0f}:1 limit (a possible archive bomb).")
+def _open_archive(path: Path, kind: str) -> zipfile.ZipFile | tarfile.TarFile:
+    if kind == "zip":
+        return zipfile.ZipFile(path)
+    # Names decode as os.fsdecode would, so os.fsencode gives back bytes that are not UTF-8.
+    return tarfile.open(path, encoding=sys.getfilesystemencoding(), errors="surrogateescape")
 
 
-def _target(destination: Path, parts: tuple[str, ...]) -> Path:
-    path = Path(os.fsdecode(os.path.join(os.fsencode(destination), *(os.fsencode(p) for p in parts))))
-    if not path.resolve().is_relative_to(destination.resolve()):
-        raise ArchiveError(f"Refused archive: member '{'/'.join(parts)}' would be written outside the destination.")
-    return path
-
-
-def _copy(source: IO[bytes], target: Path, declared: int, name: str, budget: list[int]) -> None:
-    written = 0
-    with open(target, "xb") as out:
-        while block := source.read(CHUNK):
-            written += len(block)
-            budget[0] -= len(block)
-            if written > declared or budget[0] < 0:
-                raise ArchiveError(f"Refused archive: member '{name}' holds more data than its header says.")
-            out.write(block)
-    os.chmod(target, 0o644)
+def _extract(archive: Path, kind: str, destination: Path, limits: Limits) -> int:
+    with _open_archive(archive, kind) as opened:
+        members = _zip_members(opened) if isinstance(opened, zipfile.ZipFile) else _tar_members(opened)
+        plan = _Plan(limits, archive.stat().st_size)
+        for member in members:
+            plan.add(member)
+        root = os.fsencode(destination)
+        _make_folders(root, plan.folders)
+        for parts, member in plan.files.items():
+            _write_file(opened, member, _path(root, parts))
+        return len(plan.files)
 
 
 def extract(archive: Path, destination: Path, limits: Limits = Limits()) -> int:
-    """Extract ``archive`` into ``destination`` (created; must not exist).
-    Returns the number of files written; on refusal removes everything."""
+    """Extract ``archive`` into ``destination``, which must not exist yet (FileExistsError otherwise)
+    and is created. Returns the number of regular files written.
+
+    On any refusal raises ArchiveError and leaves nothing behind: the destination is removed, partial
+    files included."""
     kind = archive_kind(archive)
     destination.mkdir(parents=True)
     try:
-        with _opened(archive, kind) as opened:
-            members = list(_zip_members(opened) if kind == "zip" else _tar_members(opened))
-            _check(members, archive.stat().st_size, limits)
-            budget = [limits.max_total_bytes]
-            files = 0
-            for m in members:
-                target = _target(destination, m.parts)
-                if m.is_dir:
-                    target.mkdir(parents=True, exist_ok=True)
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                source = opened.open(m.handle) if kind == "zip" else opened.extractfile(m.handle)
-                with source:
-                    _copy(source, target, m.size, m.name, budget)
-                files += 1
-            for folder in [destination, *(p for p in destination.rglob("*") if p.is_dir())]:
-                os.chmod(folder, 0o755)
-            return files
-    except ArchiveError:
+        return _extract(archive, kind, destination, limits)
+    except READ_ERRORS as exc:
+        shutil.rmtree(destination, ignore_errors=True)
+        raise _refuse(f"it cannot be read ({exc}).") from exc
+    except BaseException:
         shutil.rmtree(destination, ignore_errors=True)
         raise
-    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as exc:
-        shutil.rmtree(destination, ignore_errors=True)
-        raise ArchiveError(f"Refused archive: it cannot be read ({exc}).") from None

@@ -1,0 +1,66 @@
+"""What the trainer offers, readable without importing torch: the standard
+networks' descriptions and the solvers' names. The web app builds its forms
+from these (its processes never load torch); the trainer builds networks and
+optimizers under the same names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NetworkInfo:
+    name: str
+    label: str
+    paper_url: str
+    input_size: tuple[int, int]  # height, width it was designed for
+    summary: str
+
+
+IMAGENET = (224, 224)
+RESNET = "https://arxiv.org/abs/1512.03385"
+
+NETWORKS: dict[str, NetworkInfo] = {info.name: info for info in (
+    NetworkInfo("lenet", "LeNet", "http://yann.lecun.com/exdb/publis/pdf/lecun-98.pdf", (28, 28),
+                "DIGITS' LeNet for 28×28 digits: two 5×5 convolutions with max-pooling, 500 hidden units."),
+    NetworkInfo("alexnet", "AlexNet", "https://papers.nips.cc/paper/4824", IMAGENET,
+                "Five convolutions and three dense layers (61M parameters); the 2012 ImageNet winner."),
+    NetworkInfo("googlenet", "GoogLeNet", "https://arxiv.org/abs/1409.4842", IMAGENET,
+                "Inception v1: 22 layers of parallel 1×1/3×3/5×5 branches, 6M parameters."),
+    NetworkInfo("vgg16", "VGG-16", "https://arxiv.org/abs/1409.1556", IMAGENET,
+                "Thirteen 3×3 convolutions and three dense layers (138M parameters): simple and heavy."),
+    NetworkInfo("resnet18", "ResNet-18", RESNET, IMAGENET, "Residual network with 18 layers of basic blocks, 11M parameters."),
+    NetworkInfo("resnet34", "ResNet-34", RESNET, IMAGENET, "Residual network with 34 layers of basic blocks, 21M parameters."),
+    NetworkInfo("resnet50", "ResNet-50", RESNET, IMAGENET,
+                "Residual network with 50 layers of bottleneck blocks, 25M parameters."),
+    NetworkInfo("mobilenet_v3", "MobileNetV3-Large", "https://arxiv.org/abs/1905.02244", IMAGENET,
+                "Inverted residual blocks with squeeze-excitation for phones, 5M parameters."),
+    NetworkInfo("efficientnet_b0", "EfficientNet-B0", "https://arxiv.org/abs/1905.11946", IMAGENET,
+                "Compound-scaled MBConv network, 5M parameters."),
+    NetworkInfo("vit_small", "ViT (small)", "https://arxiv.org/abs/2010.11929", IMAGENET,
+                "Vision Transformer of 6 layers, 6 heads, width 384 on image patches (11M parameters)."),
+    NetworkInfo("fastnet", "airbench (fast CIFAR-10)", "https://arxiv.org/abs/2404.00498", (32, 32),
+                "Keller Jordan's airbench94: a whitened 2×2 stem and three conv groups; 94% on CIFAR-10 in seconds "
+                "on a GPU."),
+)}
+
+SOLVERS: list[tuple[str, str]] = [
+    ("sgd", "SGD"),
+    ("momentum", "SGD with momentum"),
+    ("nesterov", "Nesterov accelerated gradient"),
+    ("adam", "Adam"),
+    ("adamw", "AdamW (decoupled weight decay)"),
+    ("rmsprop", "RMSprop"),
+    ("adagrad", "AdaGrad"),
+    ("adadelta", "AdaDelta"),
+    ("lars", "LARS (layer-wise adaptive rate scaling)"),
+    ("lamb", "LAMB (layer-wise adaptive moments)"),
+]
+"""(name, label), in the form's order."""
+
+_WITH_MOMENTUM = {"momentum", "nesterov", "rmsprop", "lars"}
+
+
+def uses_momentum(name: str) -> bool:
+    """Whether the solver reads the momentum setting (the form hides it otherwise)."""
+    return name in _WITH_MOMENTUM

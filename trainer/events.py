@@ -9,6 +9,7 @@ take an exclusive ``flock`` and number the event under it.
 
 import fcntl
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -32,13 +33,26 @@ def _last_seq(handle: Any) -> int:
         chunk = min(end, chunk * 4)
 
 
+def finite(value: Any) -> Any:
+    """``value`` with NaN and infinities replaced by None: JSON has no word
+    for them, and the browser's JSON.parse refuses Python's."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
 def append(job_dir: Path | str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
-    """Append one event and return it, numbered."""
+    """Append one event and return it, numbered. Non-finite numbers (a
+    diverged loss) are recorded as null."""
     path = Path(job_dir) / FILENAME
     with open(path, "a+b") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            event = {"seq": _last_seq(handle) + 1, "t": time.time(), "kind": kind, "data": data}
+            event = {"seq": _last_seq(handle) + 1, "t": time.time(), "kind": kind, "data": finite(data)}
             handle.seek(0, os.SEEK_END)
             handle.write(json.dumps(event, separators=(",", ":")).encode() + b"\n")
             handle.flush()

@@ -1,0 +1,80 @@
+"""Tiny generated image datasets for training tests: bars of four
+orientations at random places, with noise, written as a built dataset folder
+(the raw store, manifest, mean image) the way the dataset build writes one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from trainer.datastore import RawSplitWriter
+
+CLASSES = ("horizontal", "vertical", "diagonal", "antidiagonal")
+
+
+def bars(label: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """One size×size grayscale image of class ``label``."""
+    image = rng.normal(40, 20, (size, size))
+    offset = int(rng.integers(-size // 4, size // 4 + 1))
+    index = np.arange(size)
+    if label == 0:
+        image[size // 2 + offset - 1:size // 2 + offset + 2, :] += 180
+    elif label == 1:
+        image[:, size // 2 + offset - 1:size // 2 + offset + 2] += 180
+    else:
+        columns = (index + offset) % size if label == 2 else (size - 1 - index + offset) % size
+        for width in (-1, 0, 1):
+            image[index, (columns + width) % size] += 180
+    return np.clip(image, 0, 255).astype(np.uint8)[:, :, None]
+
+
+def make_dataset(folder: Path, per_class: dict[str, int] | None = None, size: int = 28, seed: int = 0) -> Path:
+    """A dataset folder with train/val/test splits; returns the folder."""
+    per_class = per_class or {"train": 120, "val": 30, "test": 30}
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    shape = (size, size, 1)
+    splits = {}
+    mean = np.zeros(shape)
+    for split in ("train", "val", "test"):
+        count = per_class.get(split, 0) * len(CLASSES)
+        labels = np.arange(count) % len(CLASSES)
+        rng.shuffle(labels)
+        writer = RawSplitWriter(folder, split, shape, count)
+        if count:
+            images = np.stack([bars(int(label), size, rng) for label in labels])
+            with open(writer.path, "r+b") as handle:
+                handle.seek(writer.header_length)
+                handle.write(images.tobytes())
+            if split == "train":
+                mean = images.mean(axis=0)
+        for slot, label in enumerate(labels):
+            writer.mark(slot, int(label))
+        writer.close()
+        splits[split] = {"count": int(count), "per_class": [int((labels == k).sum()) for k in range(len(CLASSES))]}
+    np.save(folder / "mean.npy", mean.astype(np.float32))
+    manifest = {"version": 1, "options": {}, "classes": list(CLASSES), "image_shape": list(shape), "encoding": "none",
+                "splits": splits, "skipped": {"total": 0, "per_class": {}}, "warnings": [], "mean": None,
+                "seconds": 0.0, "files": {}}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    (folder / "labels.txt").write_text("".join(f"{name}\n" for name in CLASSES))
+    return folder
+
+
+def train_config(dataset_dir: Path, **overrides) -> dict:
+    """Training params as the New model form makes them, for LeNet on the bars."""
+    config = {
+        "dataset": 1, "dataset_dir": str(dataset_dir),
+        "network": {"source": "standard", "name": "lenet"}, "pretrained": None,
+        "epochs": 3, "val_interval": 1.0, "snapshot_interval": 1.0, "seed": 7,
+        "batch_size": 32, "batch_accumulation": 1,
+        "solver": "nesterov", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.0001,
+        "lr_policy": {"name": "cosine", "warmup_percent": 0.0}, "scale_lr": True, "batch_schedule": [],
+        "mean": "image", "crop": None, "translate": 0, "flip": "none", "rotation": 0.0, "scale": 0.0,
+        "noise": 0.0, "color_jitter": 0.0, "label_smoothing": 0.0,
+        "precision": "fp32", "channels_last": False, "compile": False, "early_stopping": None,
+    }
+    config.update(overrides)
+    return config

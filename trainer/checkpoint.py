@@ -1,0 +1,45 @@
+"""Checkpoints: one dict with everything needed to resume (model unwrapped
+from DDP and compile, optimizer, scaler, position in the data, random
+generators, best-so-far), written atomically by rank 0 and loaded with
+``weights_only=True`` so a checkpoint file can never run code."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+FOLDER = "checkpoints"
+LAST = "last.pt"
+BEST = "best.pt"
+
+
+def unwrap(model: torch.nn.Module) -> torch.nn.Module:
+    """The plain module under DistributedDataParallel and torch.compile."""
+    while True:
+        inner = getattr(model, "module", None) or getattr(model, "_orig_mod", None)
+        if inner is None:
+            return model
+        model = inner
+
+
+def save(path: Path, state: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    torch.save(state, partial)
+    os.replace(partial, path)
+
+
+def load(path: Path | str) -> dict[str, Any]:
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def matching_weights(model: torch.nn.Module, weights: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """The weights whose names and shapes fit ``model``, and the names left
+    out (a classifier for another number of classes, say)."""
+    own = model.state_dict()
+    kept = {k: v for k, v in weights.items() if k in own and own[k].shape == v.shape}
+    dropped = sorted(set(own) - set(kept))
+    return kept, dropped

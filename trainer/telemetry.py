@@ -1,0 +1,221 @@
+"""What a training run reports about itself besides its metrics: hardware
+readings, per-layer weight and gradient statistics with an image of the first
+layer's filters, throughput and model FLOP utilisation, and short profiles.
+
+Everything here runs at reporting points (every few seconds, or at a
+validation), never inside the step."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+try:
+    import pynvml
+except ImportError:  # nvidia-ml-py is in requirements; this guards odd installs
+    pynvml = None
+
+HISTOGRAM_BINS = 30
+MAX_LAYERS = 64
+FILTER_PIXELS = 8  # each weight of a filter becomes an 8×8 block in the image
+PROFILE_STEPS = 5
+PROFILE_TOP = 15
+
+# Dense peak FLOP/s per GPU model for the precision used, from the vendors'
+# data sheets (without sparsity); MFU is reported only for GPUs listed here.
+PEAK_FLOPS = {
+    "H200": {"bf16": 989e12, "fp16": 989e12, "tf32": 494e12, "fp32": 67e12},
+    "H100": {"bf16": 989e12, "fp16": 989e12, "tf32": 494e12, "fp32": 67e12},
+    "A100": {"bf16": 312e12, "fp16": 312e12, "tf32": 156e12, "fp32": 19.5e12},
+    "L40S": {"bf16": 362e12, "fp16": 362e12, "tf32": 183e12, "fp32": 91.6e12},
+    "A10": {"bf16": 125e12, "fp16": 125e12, "tf32": 62.5e12, "fp32": 31.2e12},
+    "V100": {"fp16": 125e12, "fp32": 15.7e12, "tf32": 15.7e12},
+}
+
+
+def peak_flops(device: torch.device, precision: str) -> float | None:
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    for model, peaks in PEAK_FLOPS.items():
+        if model in name:
+            return peaks.get(precision)
+    return None
+
+
+class Hardware:
+    """Readings of the job's GPUs (NVML) and of this process (/proc)."""
+
+    def __init__(self, gpu_indices: list[int]) -> None:
+        self.gpu_indices = gpu_indices
+        self.nvml = False
+        if pynvml is not None and gpu_indices:
+            try:
+                pynvml.nvmlInit()
+                self.nvml = True
+            except pynvml.NVMLError:
+                pass
+        self.last_cpu = self._cpu_seconds()
+        self.last_time = time.monotonic()
+
+    @staticmethod
+    def _cpu_seconds() -> float:
+        times = os.times()
+        return times.user + times.system
+
+    @staticmethod
+    def _rss_bytes() -> int:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def _gpu(self, index: int) -> dict[str, Any]:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+        reading: dict[str, Any] = {"index": index, "name": pynvml.nvmlDeviceGetName(handle),
+                                   "memory_used": int(memory.used), "memory_total": int(memory.total)}
+        sensors = {
+            "utilization": lambda: pynvml.nvmlDeviceGetUtilizationRates(handle).gpu,
+            "temperature": lambda: pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
+            "power_watts": lambda: pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+        }
+        for key, read in sensors.items():
+            try:
+                reading[key] = read()
+            except pynvml.NVMLError:  # not every board reports every sensor
+                reading[key] = None
+        return reading
+
+    def read(self) -> dict[str, Any]:
+        now, cpu = time.monotonic(), self._cpu_seconds()
+        cpu_percent = 100.0 * (cpu - self.last_cpu) / max(now - self.last_time, 1e-6)
+        self.last_cpu, self.last_time = cpu, now
+        gpus = [self._gpu(i) for i in self.gpu_indices] if self.nvml else []
+        return {"gpus": gpus, "cpu_percent": round(cpu_percent, 1), "rss_bytes": self._rss_bytes(),
+                "threads": torch.get_num_threads()}
+
+
+def _histogram(values: torch.Tensor) -> dict[str, list[float]]:
+    values = values.detach().float().flatten()
+    low, high = values.min().item(), values.max().item()  # host-device sync: reporting point
+    if not math.isfinite(low) or not math.isfinite(high):
+        return {"edges": [], "counts": []}
+    if high <= low:
+        high = low + 1e-12
+    counts = torch.histc(values, bins=HISTOGRAM_BINS, min=low, max=high)
+    edges = np.linspace(low, high, HISTOGRAM_BINS + 1)
+    return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts.tolist()]}
+
+
+def layer_statistics(model: torch.nn.Module) -> list[dict[str, Any]]:
+    """Norms and histograms of each weight tensor (biases and norms' scales
+    left out) and of its gradient from the last step."""
+    layers = []
+    for name, parameter in model.named_parameters():
+        if parameter.ndim < 2:
+            continue
+        grad = parameter.grad
+        layers.append({
+            "name": name.removesuffix(".weight"),
+            "weight_norm": float(parameter.detach().float().norm().item()),
+            "grad_norm": float(grad.detach().float().norm().item()) if grad is not None else None,
+            "weight_hist": _histogram(parameter),
+            "grad_hist": _histogram(grad) if grad is not None else {"edges": [], "counts": []},
+        })
+        if len(layers) == MAX_LAYERS:
+            break
+    return layers
+
+
+def first_conv_weight(model: torch.nn.Module) -> torch.Tensor | None:
+    for module in model.modules():
+        if isinstance(module, torch.nn.Conv2d):
+            return module.weight
+    return None
+
+
+def filters_image(weight: torch.Tensor, path: Path) -> None:
+    """The filters of a conv layer as one PNG grid, each filter scaled to its
+    own range; colour when they read three channels."""
+    filters = weight.detach().float().cpu()
+    if filters.shape[1] != 3:
+        filters = filters[:, :1]
+    low = filters.amin(dim=(1, 2, 3), keepdim=True)
+    high = filters.amax(dim=(1, 2, 3), keepdim=True)
+    scaled = ((filters - low) / (high - low).clamp_min(1e-12) * 255).round().to(torch.uint8)
+    count, channels, kh, kw = scaled.shape
+    columns = math.ceil(math.sqrt(count))
+    rows = math.ceil(count / columns)
+    grid = torch.full((rows * (kh + 1) + 1, columns * (kw + 1) + 1, channels), 255, dtype=torch.uint8)
+    for i in range(count):
+        r, c = divmod(i, columns)
+        grid[1 + r * (kh + 1):1 + r * (kh + 1) + kh, 1 + c * (kw + 1):1 + c * (kw + 1) + kw] = scaled[i].permute(1, 2, 0)
+    pixels = grid.numpy().repeat(FILTER_PIXELS, axis=0).repeat(FILTER_PIXELS, axis=1)
+    image = Image.fromarray(pixels[:, :, 0] if channels == 1 else pixels)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path, format="PNG")
+
+
+class Profile:
+    """A few steps under the PyTorch profiler, asked for by the web app with
+    a ``profile.request`` file in the job folder."""
+
+    REQUEST = "profile.request"
+
+    def __init__(self, job_dir: Path, device: torch.device) -> None:
+        self.job_dir, self.device = job_dir, device
+        self.profiler: torch.profiler.profile | None = None
+        self.steps_left = 0
+        self.first_step = 0
+
+    def requested(self) -> bool:
+        return (self.job_dir / self.REQUEST).exists()
+
+    def start(self, step: int) -> None:
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if self.device.type == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        self.profiler = torch.profiler.profile(activities=activities, record_shapes=False)
+        self.profiler.__enter__()
+        self.steps_left, self.first_step = PROFILE_STEPS, step
+
+    @property
+    def active(self) -> bool:
+        return self.profiler is not None
+
+    def step_done(self) -> dict[str, Any] | None:
+        """Count a profiled step; after the last one, stop and return the report."""
+        self.steps_left -= 1
+        if self.steps_left > 0:
+            return None
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)  # host-device sync: the profile's end
+        profiler, self.profiler = self.profiler, None
+        profiler.__exit__(None, None, None)
+        relative = f"profile/trace-{self.first_step}.json"
+        (self.job_dir / "profile").mkdir(exist_ok=True)
+        profiler.export_chrome_trace(str(self.job_dir / relative))
+        (self.job_dir / self.REQUEST).unlink(missing_ok=True)
+        return {"file": relative, "steps": PROFILE_STEPS, "top": _top_operators(profiler)}
+
+
+def _top_operators(profiler: torch.profiler.profile) -> list[dict[str, Any]]:
+    averages = profiler.key_averages()
+    device_key = "self_device_time_total"
+
+    def device_us(event: Any) -> float:
+        return float(getattr(event, device_key, 0.0) or 0.0)
+
+    ranked = sorted(averages, key=lambda e: (device_us(e), e.self_cpu_time_total), reverse=True)
+    return [{"name": e.key, "calls": int(e.count), "self_cpu_ms": e.self_cpu_time_total / 1000.0,
+             "self_device_ms": device_us(e) / 1000.0, "total_ms": e.cpu_time_total / 1000.0}
+            for e in ranked[:PROFILE_TOP]]

@@ -1,0 +1,500 @@
+"""Training job: ``python -m trainer.train config.json``, or under ``torchrun``
+with one process per device (DistributedDataParallel: NCCL on GPUs, gloo on
+the CPU).
+
+The shape is torchvision's reference script: ``main(config)`` sets up,
+``train_one_epoch`` and ``evaluate`` do the work, and one checkpoint dict
+holds everything needed to resume. Precision and device are decided once,
+outside the loop (an autocast context and a scaler that may be disabled), so
+the CPU runs the same step the GPU does. Metrics are summed on the device and
+read at reporting points only; each such read is marked as a host-device sync.
+
+A job folder that holds ``checkpoints/last.pt`` resumes from it: after an
+abort (the SIGTERM handler saves it at the next step boundary) or after the
+worker was lost (the last snapshot's copy).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import signal
+import sys
+import time
+import traceback
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+
+from . import checkpoint, events, lr_policy, solvers, telemetry
+from .data import Augment, Batches, DatasetInfo, Normalizer, load_split
+from .distributed import Placement, setup
+from .networks import NetworkError, build, summary
+
+REPORT_SECONDS = 0.5     # train events and progress
+HARDWARE_SECONDS = 5.0
+STOP_CHECK_BATCHES = 10  # with several processes, they agree on stopping this often
+HOST_DATA_BUDGET = 8 * 2**30
+DEVICE_DATA_FRACTION = 0.5
+INIT_FROM_DATA_IMAGES = 5000
+
+
+class TrainingError(Exception):
+    """A failure the user can act on; the message is shown on the job page."""
+
+
+@dataclass
+class Progress:
+    """Where the run is; saved in every checkpoint."""
+
+    epoch: int = 0
+    batch: int = 0              # next batch of this epoch
+    step: int = 0               # batches done since the start
+    next_val: float = 0.0       # epoch at which the next validation is due
+    next_snapshot: float = 0.0
+    best: dict[str, Any] | None = None
+    bad_validations: int = 0    # validations since the best one (early stopping)
+    last_val: dict[str, float] = field(default_factory=dict)
+
+
+class Run:
+    """One training run: the model, its optimiser and data, and the loop."""
+
+    def __init__(self, config: dict[str, Any], job_dir: Path, place: Placement) -> None:
+        self.config, self.job_dir, self.place = config, job_dir, place
+        self.device = place.device
+        self.stop_requested = False
+        self.last_train_loss: float | None = None
+        self.images_trained = 0
+        self.train_seconds = 0.0
+        self.progress = Progress(next_val=config["val_interval"], next_snapshot=config["snapshot_interval"])
+        self._setup_numerics()
+        self._setup_data()
+        self._setup_model()
+        self.epoch_batches = [len(self._train_batches_at(e)) for e in range(config["epochs"])]
+        self.total_steps = sum(self.epoch_batches)
+        if self.total_steps == 0:
+            raise TrainingError("The training split has fewer images than one batch per process: "
+                                "lower the batch size or use a larger dataset.")
+        self.policy = lr_policy.warmup_for(config["lr_policy"], place.world_size, config["scale_lr"])
+        self.base_lr = lr_policy.effective_lr(config["lr"], place.world_size, config["scale_lr"])
+        self.hardware = telemetry.Hardware([int(d.removeprefix("gpu")) for d in config.get("devices", [])
+                                            if d.startswith("gpu")])
+        self.profile = telemetry.Profile(job_dir, self.device)
+        self.peak = telemetry.peak_flops(self.device, config["precision"])
+
+    # -- set-up --------------------------------------------------------------
+
+    def _setup_numerics(self) -> None:
+        precision = self.config["precision"]
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cuda.matmul.allow_tf32 = precision != "fp32"
+        torch.backends.cudnn.allow_tf32 = precision != "fp32"
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+        self.autocast = (torch.autocast(self.device.type, dtype=dtype) if dtype else nullcontext())
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=precision == "fp16")
+        seed = int(self.config["seed"])
+        random.seed(seed)
+        torch.manual_seed(seed)
+
+    def _setup_data(self) -> None:
+        config, place = self.config, self.place
+        self.info = DatasetInfo.load(Path(config["dataset_dir"]))
+        budget = HOST_DATA_BUDGET
+        if self.device.type == "cuda":
+            free, _ = torch.cuda.mem_get_info(self.device)
+            budget = min(budget, int(free * DEVICE_DATA_FRACTION))
+        self.splits = {}
+        for split in ("train", "val", "test"):
+            data = load_split(Path(config["dataset_dir"]), split, budget)
+            if data is not None:
+                self.splits[split] = data.to(self.device)
+        if "train" not in self.splits:
+            raise TrainingError("The dataset has no training images.")
+        height, width, channels = self.info.image_shape
+        crop = config.get("crop")
+        if crop and (crop > height or crop > width):
+            raise TrainingError(f"The crop size {crop} is larger than the dataset's {width}×{height} images.")
+        self.normalizer = Normalizer(config["mean"], self.info.mean, crop, device=self.device)
+        self.augment = Augment(config, int(config["seed"]) * 1009 + place.rank, self.device)
+        self.input_size = self.augment.output_size(height, width)
+        self.channels = channels
+        shared = {"seed": int(config["seed"]), "rank": place.rank, "world_size": place.world_size,
+                  "device": self.device, "normalizer": self.normalizer,
+                  "channels_last": bool(config.get("channels_last"))}
+        self.train_batches = Batches(self.splits["train"], config["batch_size"], shuffle=True, augment=self.augment,
+                                     drop_last=True, **shared)
+        self.eval_batches = {split: Batches(data, config["batch_size"], shuffle=False, augment=None, drop_last=False,
+                                            **shared)
+                             for split, data in self.splits.items() if split != "train"}
+
+    def _train_batches_at(self, epoch: int) -> Batches:
+        self.train_batches.set_batch_size(lr_policy.batch_size_at(self.config.get("batch_schedule") or [],
+                                                                  self.config["batch_size"], epoch))
+        return self.train_batches
+
+    def _setup_model(self) -> None:
+        config = self.config
+        height, width = self.input_size
+        classes = len(self.info.classes)
+        model = build(config["network"], self.channels, classes, height, width)
+        self.summary = summary(model, self.channels, height, width)
+        pretrained = config.get("pretrained")
+        if pretrained:
+            self._load_pretrained(model, pretrained)
+        elif hasattr(model, "init_from_data") and not self._resuming():
+            model.init_from_data(self._sample_images(INIT_FROM_DATA_IMAGES).cpu())
+        model.to(self.device)
+        if config.get("channels_last"):
+            model.to(memory_format=torch.channels_last)
+        self.model = model
+        self.optimizer = solvers.make_optimizer(config["solver"], model.parameters(), config["lr"],
+                                                config["momentum"], config["weight_decay"])
+        wrapped: torch.nn.Module = model
+        if self.place.distributed:
+            wrapped = DistributedDataParallel(model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        self.net = torch.compile(wrapped) if config.get("compile") else wrapped
+        self.criterion = torch.nn.CrossEntropyLoss(label_smoothing=float(config.get("label_smoothing") or 0.0))
+
+    def _sample_images(self, count: int) -> torch.Tensor:
+        return self.normalizer(self.splits["train"].head(count).to(self.device))
+
+    def _load_pretrained(self, model: torch.nn.Module, pretrained: dict[str, Any]) -> None:
+        try:
+            weights = checkpoint.load(pretrained["path"])["model"]
+        except (OSError, KeyError, RuntimeError) as exc:
+            raise TrainingError(f"Cannot read the earlier snapshot {pretrained['path']}: {exc}") from exc
+        kept, dropped = checkpoint.matching_weights(model, weights)
+        if dropped and pretrained.get("mode") == "continue":
+            raise TrainingError("The earlier network does not match this one (" + ", ".join(dropped[:5])
+                                + "); choose fine-tune to re-initialise the layers that differ.")
+        model.load_state_dict(kept, strict=False)
+        self.log(f"loaded {len(kept)} tensors from {pretrained['path']}"
+                 + (f"; re-initialised {', '.join(dropped)}" if dropped else ""))
+
+    # -- checkpoints ---------------------------------------------------------
+
+    def _resuming(self) -> bool:
+        return (self.job_dir / checkpoint.FOLDER / checkpoint.LAST).exists()
+
+    def state(self) -> dict[str, Any]:
+        augment_states = self.place.gather(self.augment.state_dict())
+        return {
+            "model": checkpoint.unwrap(self.model).state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "progress": vars(self.progress) | {},
+            "augment": augment_states,
+            "rng_cpu": torch.get_rng_state(),
+            "rng_cuda": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
+            "classes": list(self.info.classes),
+            "network": self.config["network"],
+            "input": [self.channels, *self.input_size],
+        }
+
+    def save(self, name: str, state: dict[str, Any] | None = None) -> str:
+        """Write a checkpoint (every rank takes part in gathering, rank 0 writes)."""
+        state = state or self.state()
+        relative = f"{checkpoint.FOLDER}/{name}"
+        if self.place.is_main:
+            checkpoint.save(self.job_dir / relative, state)
+        return relative
+
+    def resume(self) -> None:
+        state = checkpoint.load(self.job_dir / checkpoint.FOLDER / checkpoint.LAST)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scaler.load_state_dict(state["scaler"])
+        self.progress = Progress(**state["progress"])
+        augment_states = state["augment"]
+        if len(augment_states) == self.place.world_size:
+            self.augment.load_state_dict(augment_states[self.place.rank])
+        torch.set_rng_state(state["rng_cpu"])
+        if self.device.type == "cuda" and state["rng_cuda"] is not None:
+            torch.cuda.set_rng_state(state["rng_cuda"], self.device)
+        p = self.progress
+        self.emit("resume", {"step": p.step, "epoch": self.epoch_float(p.epoch, p.batch)})
+        self.log(f"resumed at epoch {p.epoch}, batch {p.batch} (step {p.step})")
+
+    # -- reporting -----------------------------------------------------------
+
+    def emit(self, kind: str, data: dict[str, Any]) -> None:
+        if self.place.is_main:
+            events.append(self.job_dir, kind, data)
+
+    def log(self, text: str) -> None:
+        if self.place.is_main:
+            print(text, flush=True)
+
+    def epoch_float(self, epoch: int, batch: int) -> float:
+        count = self.epoch_batches[epoch] if epoch < len(self.epoch_batches) else 1
+        return epoch + batch / max(count, 1)
+
+    # -- the loop ------------------------------------------------------------
+
+    def train(self) -> dict[str, Any]:
+        config = self.config
+        if self._resuming():
+            self.resume()
+        else:
+            self.emit("network", {"summary": self.summary, "input": [self.channels, *self.input_size],
+                                  "classes": list(self.info.classes)})
+            if self.place.is_main:
+                (self.job_dir / "network.json").write_text(json.dumps(self.summary))
+        self.log(f"training {config['network'].get('name') or config['network']['source']} on {self.device} "
+                 f"({self.place.world_size} process(es)), {self.total_steps} steps, lr {self.base_lr:g}")
+        stopped_early = False
+        while self.progress.epoch < config["epochs"] and not self.stop_requested:
+            stopped_early = self.train_one_epoch()
+            if stopped_early:
+                break
+        if self.stop_requested:
+            self.save(checkpoint.LAST)
+            self.log("stopped: checkpoint saved for resuming")
+            return {}
+        return self.finish(stopped_early)
+
+    def train_one_epoch(self) -> bool:
+        """Train from the current position to the end of the epoch. Returns
+        True when early stopping ends the run."""
+        p, config = self.progress, self.config
+        batches = self._train_batches_at(p.epoch)
+        batches.set_epoch(p.epoch)
+        batches.start_at(p.batch)
+        accumulation = max(int(config["batch_accumulation"]), 1)
+        self.net.train()
+        loss_sum = torch.zeros((), device=self.device)  # summed on the device, read at reporting points
+        reported_step, report_time, wait_start = p.step, time.perf_counter(), batches.data_wait_seconds
+        last_hardware = 0.0
+        for x, y in batches:
+            p.batch += 1
+            p.step += 1
+            epoch_now = self.epoch_float(p.epoch, p.batch)
+            update = p.batch % accumulation == 0 or p.batch == self.epoch_batches[p.epoch]
+            if update:
+                lr_policy_lr = lr_policy.lr_at(self.policy, self.base_lr, p.step, self.total_steps)
+                solvers.set_lr(self.optimizer, lr_policy_lr)
+            if self.profile.requested() and not self.profile.active and self.place.is_main:
+                self.profile.start(p.step)
+            loss_sum += self.step(x, y, accumulation, update, collect=epoch_now >= p.next_val - 1e-9)
+            if self.profile.active and (report := self.profile.step_done()):
+                self.emit("profile", report)
+            now = time.perf_counter()
+            if now - report_time >= REPORT_SECONDS or p.batch == self.epoch_batches[p.epoch]:
+                loss = self.report(loss_sum, p.step - reported_step, now - report_time,
+                                   batches.data_wait_seconds - wait_start, epoch_now, batches.batch_size)
+                loss_sum.zero_()
+                reported_step, report_time, wait_start = p.step, now, batches.data_wait_seconds
+                if not math.isfinite(loss):
+                    raise TrainingError(f"The training loss became {loss} at epoch {epoch_now:.2f}: "
+                                        "try a lower learning rate.")
+                if now - last_hardware >= HARDWARE_SECONDS and self.place.is_main:
+                    self.emit("hardware", self.hardware.read())
+                    last_hardware = now
+            validating, snapshotting = epoch_now >= p.next_val - 1e-9, epoch_now >= p.next_snapshot - 1e-9
+            if validating and self.validate(epoch_now):
+                return True
+            if snapshotting:
+                p.next_snapshot += config["snapshot_interval"]
+                self.snapshot(epoch_now)
+            if validating or snapshotting:
+                # not training time: the next report's interval starts after them
+                report_time, wait_start = time.perf_counter(), batches.data_wait_seconds
+            if self._should_stop(p.batch):
+                return False
+        p.epoch += 1
+        p.batch = 0
+        return False
+
+    def step(self, x: torch.Tensor, y: torch.Tensor, accumulation: int, update: bool, collect: bool) -> torch.Tensor:
+        """Forward and backward of one batch; an optimiser step every
+        ``accumulation`` batches. Returns the batch's loss on the device."""
+        sync = update or not isinstance(self.net, DistributedDataParallel)
+        with self.autocast, (nullcontext() if sync else self.net.no_sync()):
+            loss = self.criterion(self.net(x), y)
+        self.scaler.scale(loss / accumulation).backward()
+        if update:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            if collect:
+                self.layer_report = telemetry.layer_statistics(self.model)
+            self.optimizer.zero_grad(set_to_none=True)
+        return loss.detach().float()
+
+    def _should_stop(self, batch: int) -> bool:
+        """An abort asks every process to stop at the same batch."""
+        if not self.place.distributed:
+            return self.stop_requested
+        if batch % STOP_CHECK_BATCHES:
+            return False
+        self.stop_requested = self.place.any(self.stop_requested)
+        return self.stop_requested
+
+    def report(self, loss_sum: torch.Tensor, steps: int, seconds: float, data_wait: float, epoch: float,
+               batch_size: int) -> float:
+        loss = (self.place.all_reduce_sum(loss_sum.clone()) / self.place.world_size).item() / max(steps, 1)
+        # host-device sync above: the only one in the loop outside evaluation
+        images = steps * batch_size * self.place.world_size
+        self.images_trained += images
+        self.train_seconds += seconds
+        self.last_train_loss = loss
+        rate = images / max(seconds, 1e-9)
+        wait = min(data_wait / max(seconds, 1e-9), 1.0)
+        lr = self.optimizer.param_groups[0]["lr"]
+        p = self.progress
+        self.emit("train", {"step": p.step, "epoch": epoch, "loss": loss, "lr": lr, "batch_size": batch_size,
+                            "images_per_s": rate, "data_wait": wait})
+        self.emit("progress", {"progress": min(p.step / self.total_steps, 1.0), "epoch": epoch, "loss": loss})
+        flops = self.summary.get("flops_per_image") or 0
+        mfu = 3 * flops * rate / (self.peak * self.place.world_size) if self.peak and flops else None
+        self.emit("perf", {"images_per_s": rate, "data_wait": wait, "step_ms": 1000 * seconds / max(steps, 1),
+                           "flops_per_image": flops, "mfu": mfu, "device": str(self.device)})
+        return loss
+
+    @torch.no_grad()
+    def evaluate(self, split: str) -> dict[str, float] | None:
+        batches = self.eval_batches.get(split)
+        if batches is None:
+            return None
+        self.net.eval()
+        sums = torch.zeros(4, device=self.device)  # loss sum, top-1, top-5, count
+        batches.set_epoch(0)
+        for x, y in batches:
+            with self.autocast:
+                logits = self.net(x)
+            sums[0] += F.cross_entropy(logits.float(), y, reduction="sum")
+            top = logits.topk(min(5, logits.shape[1]), dim=1).indices
+            hits = top == y[:, None]
+            sums[1] += hits[:, 0].sum()
+            sums[2] += hits.any(dim=1).sum()
+            sums[3] += y.numel()
+        self.net.train()
+        loss, top1, top5, count = self.place.all_reduce_sum(sums).tolist()  # host-device sync: end of evaluation
+        count = max(count, 1.0)
+        return {"loss": loss / count, "top1": top1 / count, "top5": top5 / count}
+
+    def validate(self, epoch: float) -> bool:
+        """Validate, report layers, keep the best. Returns True when early
+        stopping ends the run."""
+        p, config = self.progress, self.config
+        p.next_val += config["val_interval"]
+        metrics = self.evaluate("val")
+        self.report_layers(epoch)
+        if metrics is None:
+            return False
+        p.last_val = {"val_loss": metrics["loss"], "val_top1": metrics["top1"], "val_top5": metrics["top5"]}
+        self.emit("val", {"step": p.step, "epoch": epoch, **metrics})
+        self.log(f"epoch {epoch:.2f}: val loss {metrics['loss']:.4f}, top-1 {metrics['top1']:.2%}, top-5 {metrics['top5']:.2%}")
+        if not math.isfinite(metrics["loss"]):
+            raise TrainingError(f"The validation loss became {metrics['loss']} at epoch {epoch:.2f}: "
+                                "try a lower learning rate.")
+        stopping = config.get("early_stopping") or {}
+        metric = stopping.get("metric") or "val_loss"
+        value = p.last_val[metric]
+        improved = p.best is None or (value < p.best["value"] if metric == "val_loss" else value > p.best["value"])
+        if improved:
+            file = self.save(checkpoint.BEST)
+            p.best = {"epoch": epoch, "step": p.step, "metric": metric, "value": value, "file": file}
+            p.bad_validations = 0
+            self.emit("best", dict(p.best))
+        else:
+            p.bad_validations += 1
+        if stopping and p.bad_validations >= int(stopping.get("patience") or 5):
+            self.log(f"early stopping: {metric} has not improved for {p.bad_validations} validations")
+            return True
+        return False
+
+    def report_layers(self, epoch: float) -> None:
+        layers = getattr(self, "layer_report", None) or telemetry.layer_statistics(self.model)
+        self.layer_report = None
+        filters = None
+        weight = telemetry.first_conv_weight(self.model)
+        if weight is not None and self.place.is_main:
+            filters = f"visuals/filters-{self.progress.step}.png"
+            telemetry.filters_image(weight, self.job_dir / filters)
+        self.emit("layers", {"step": self.progress.step, "epoch": epoch, "filters": filters, "layers": layers})
+
+    def snapshot(self, epoch: float) -> None:
+        p = self.progress
+        state = self.state()
+        name = f"epoch-{epoch:g}.pt" if epoch == int(epoch) else f"epoch-{epoch:.2f}.pt"
+        file = self.save(name, state)
+        self.save(checkpoint.LAST, state)
+        best = bool(p.best and p.best["step"] == p.step)
+        self.emit("snapshot", {"step": p.step, "epoch": epoch, "file": file, "best": best,
+                               "metrics": {**p.last_val, "train_loss": self.last_train_loss}})
+
+    def finish(self, stopped_early: bool) -> dict[str, Any]:
+        p = self.progress
+        final: dict[str, float] = {}
+        for split in ("val", "test"):
+            metrics = self.evaluate(split)
+            if metrics:
+                final.update({f"{split}_{k}": v for k, v in metrics.items()})
+        epoch = self.epoch_float(p.epoch, p.batch) if p.epoch < len(self.epoch_batches) else float(p.epoch)
+        self.save(checkpoint.LAST)
+        if self.place.is_main:
+            self.export()
+        result = {"best": p.best, "final": final, "epochs": epoch, "train_seconds": self.train_seconds,
+                  "images_per_s": self.images_trained / max(self.train_seconds, 1e-9), "stopped_early": stopped_early}
+        self.emit("result", result)
+        self.log("done: " + ", ".join(f"{k} {v:.4f}" for k, v in final.items()))
+        return result
+
+    def export(self) -> None:
+        """The trained model for download: weights, network spec, classes and
+        the input it expects, readable with ``torch.load(weights_only=True)``."""
+        source = self.job_dir / checkpoint.FOLDER / (checkpoint.BEST if self.progress.best else checkpoint.LAST)
+        weights = checkpoint.load(source)["model"]
+        normalization = {"mean": self.config["mean"], "crop": self.config.get("crop")}
+        checkpoint.save(self.job_dir / "export" / "model.pt", {
+            "model": weights, "network": self.config["network"], "classes": list(self.info.classes),
+            "input": [self.channels, *self.input_size], "normalization": normalization})
+
+
+def _describe_failure(exc: BaseException, config: dict[str, Any]) -> str:
+    if isinstance(exc, (TrainingError, NetworkError)):
+        return str(exc)
+    if isinstance(exc, torch.OutOfMemoryError):
+        return (f"The GPU ran out of memory with a batch size of {config.get('batch_size')}: "
+                "try a smaller batch size (or mixed precision).")
+    lines = traceback.format_exception(exc)
+    return "Training failed: " + "".join(lines[-6:]).strip()
+
+
+def main(config_path: str) -> int:
+    job_dir = Path(config_path).resolve().parent
+    config = json.loads(Path(config_path).read_text())
+    place = setup()
+    runs: list[Run] = []
+    stop_requested: list[bool] = []
+
+    def stop(signum: int, frame: object) -> None:
+        stop_requested.append(True)
+        for run in runs:
+            run.stop_requested = True
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        runs.append(Run(config, job_dir, place))
+        runs[0].stop_requested = bool(stop_requested)
+        runs[0].train()
+    except Exception as exc:
+        message = _describe_failure(exc, config)
+        if place.is_main:
+            events.append(job_dir, "error", {"message": message})
+            print(message, file=sys.stderr, flush=True)
+        return 1
+    finally:
+        place.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -36,6 +36,52 @@ def _body(schema: dict[str, Any]) -> dict[str, Any]:
     return {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
+_NUMBERS = {"description": "one number, or several (a list, or text separated by commas) for a sweep"}
+_POLICY_FIELDS: dict[str, Any] = {
+    "lr": {**_NUMBERS, "default": 0.01}, "epochs": {"type": "integer", "default": 30},
+    "batch_size": {**_NUMBERS, "default": 64},
+    "lr_policy": {"description": "a policy name (fixed, step, multistep, exp, inv, poly, sigmoid, cosine, onecycle) "
+                                 "with its parameters as fields, or the params' object {name, step_percent, …}",
+                  "default": "step"},
+    "step_percent": {"type": "number", "default": 33}, "gamma": {"type": "number", "default": 0.1},
+    "milestones_percent": {"description": "percentages, e.g. [50, 75] or \"50, 75\""},
+    "power": {"type": "number", "default": 1}, "warmup_percent": {"type": "number", "default": 0},
+    "batch_schedule": {"description": "[[epoch, batch size], …] or \"10:128, 20:256\""},
+    "dataset": {"type": "integer", "description": "a done dataset job"},
+    "device": {"enum": ["cpu", "gpu"]}, "gpu_count": {"type": "integer", "minimum": 1},
+    "gpu_ids": {"description": "GPU indices, a list or comma-separated"},
+    "scale_lr": {"type": "boolean", "default": True, "description": "linear scaling rule with warmup on several GPUs"},
+}
+NEW_MODEL: dict[str, Any] = {"type": "object", "required": ["name", "dataset"], "properties": {
+    **_POLICY_FIELDS, "name": {"type": "string"}, "group": {"type": "string"}, "notes": {"type": "string"},
+    "network": {"type": "object", "description": "{source: standard, name} | {source: layers, text} | "
+                                                 "{source: python, text} (needs the run_code permission)",
+                "default": {"source": "standard", "name": "lenet"}},
+    "pretrained": {"type": ["object", "null"], "description": "start from a snapshot of an earlier model: "
+                   "{job, file: \"checkpoints/best.pt\", mode: finetune | continue}; its network is used"},
+    "val_interval": {"type": "number", "default": 1}, "snapshot_interval": {"type": "number", "default": 1},
+    "seed": {"type": ["integer", "null"], "description": "left out: a random one, recorded"},
+    "batch_accumulation": {"type": "integer", "default": 1},
+    "solver": {"enum": ["sgd", "momentum", "nesterov", "adam", "adamw", "rmsprop", "adagrad", "adadelta", "lars", "lamb"],
+               "default": "sgd"},
+    "momentum": {"type": "number", "default": 0.9}, "weight_decay": {"type": "number", "default": 0.0001},
+    "mean": {"enum": ["image", "pixel", "none"], "default": "image"}, "crop": {"type": ["integer", "null"]},
+    "translate": {"type": "integer", "default": 0}, "flip": {"enum": ["none", "horizontal", "vertical", "both"]},
+    "rotation": {"type": "number", "default": 0}, "scale": {"type": "number", "default": 0},
+    "noise": {"type": "number", "default": 0}, "color_jitter": {"type": "number", "default": 0},
+    "label_smoothing": {"type": "number", "default": 0},
+    "precision": {"enum": ["fp32", "tf32", "bf16", "fp16"], "default": "fp32"},
+    "channels_last": {"type": "boolean", "default": False}, "compile": {"type": "boolean", "default": False},
+    "early_stopping": {"description": "none, val_loss or val_top1 (with patience), or {metric, patience}",
+                       "default": "none"},
+    "patience": {"type": "integer", "default": 5}}}
+LR_PREVIEW = {"type": "object", "properties": {
+    "points": {"type": "array", "items": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "number"}]},
+               "description": "[step, learning rate]"},
+    "effective_lr": {"type": "number"}, "total_steps": {"type": "integer"}, "description": {"type": "string"},
+    "world_size": {"type": "integer"}, "warmup_percent": {"type": "number"}}}
+
+
 SCHEMA: dict[str, Any] = {
     "openapi": "3.1.0",
     "info": {"title": "digitslike API", "version": "1"},
@@ -55,11 +101,15 @@ SCHEMA: dict[str, Any] = {
                 "progress": {"type": "number"}, "created_at": {"type": "string", "format": "date-time"},
                 "started_at": {"type": ["string", "null"]}, "finished_at": {"type": ["string", "null"]},
                 "elapsed_seconds": {"type": ["number", "null"]}, "eta_seconds": {"type": ["number", "null"]},
-                "queue_position": {"type": ["integer", "null"]}, "url": {"type": "string"}}},
+                "queue_position": {"type": ["integer", "null"]}, "url": {"type": "string"},
+                "group_url": {"type": ["string", "null"], "description": "the group page, for a job in a group"},
+                "sparkline": {"type": "array", "items": {"type": "number"},
+                              "description": "a training job's train loss, at most 60 values (min and max per bucket)"}}},
             "Job": {"allOf": [_ref("JobSummary"), {"type": "object", "properties": {
                 "notes": {"type": "string"}, "params": {"type": "object"}, "resources": {"type": "object"},
                 "held": {"type": "object"}, "worker": {"type": "string"}, "attempt": {"type": "integer"},
                 "abort_requested": {"type": "boolean"}, "error": {"type": "string"},
+                "resumable": {"type": "boolean", "description": "an aborted or failed training job with a checkpoint"},
                 "history": {"type": "array", "items": {"type": "object", "properties": {
                     "status": {"type": "string"}, "at": {"type": "string"}, "message": {"type": "string"}}}}}}]},
             "NewDeviceCheck": {"type": "object", "required": ["kind", "name", "seconds", "size"], "properties": {
@@ -68,6 +118,17 @@ SCHEMA: dict[str, Any] = {
                 "size": {"type": "integer", "minimum": 16, "maximum": 16384},
                 "device": {"enum": ["cpu", "gpu"]}, "gpu_count": {"type": "integer", "minimum": 1},
                 "gpu_ids": {"type": "string", "description": "comma-separated GPU indices"}}},
+            "Point": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "number"}, {"type": "number"}],
+                      "description": "[step, epoch, value]"},
+            "Metrics": {"type": "object", "properties": {
+                "series": {"type": "object", "description": "each series downsampled to at most `points` points, keeping "
+                           "the lowest and highest point of each bucket of steps", "properties": {
+                               name: {"type": "array", "items": _ref("Point")} for name in (
+                                   "train_loss", "val_loss", "val_top1", "val_top5", "lr", "images_per_s", "data_wait")}},
+                "snapshots": {"type": "array", "items": {"type": "object", "properties": {
+                    "step": {"type": "integer"}, "epoch": {"type": "number"}, "file": {"type": "string"},
+                    "metrics": {"type": "object"}, "best": {"type": "boolean"}, "is_best": {"type": "boolean"}}}},
+                "best": {"type": ["object", "null"]}, "result": {"type": ["object", "null"]}}},
             "JobChanges": {"type": "object", "properties": {
                 "name": {"type": "string"}, "group": {"type": "string"}, "notes": {"type": "string"}}},
         },
@@ -101,6 +162,21 @@ SCHEMA: dict[str, Any] = {
             ("401", "403", "404", "409"))},
         "/api/jobs/{job_id}/clone": {"parameters": [JOB_ID], "post": _op(
             "Submit a copy of the job as your own", {"201": _json(_ref("Job"))}, ("401", "404"))},
+        "/api/jobs/{job_id}/resume": {"parameters": [JOB_ID], "post": _op(
+            "Queue an aborted or failed training job again, to carry on from its last checkpoint",
+            {"202": _json(_ref("Job"), "Queued again")}, ("401", "403", "404", "409"))},
+        "/api/jobs/{job_id}/metrics": {"parameters": [JOB_ID], "get": _op(
+            "A training job's curves, snapshots, best snapshot and result", {"200": _json(_ref("Metrics"))},
+            ("400", "401", "404"), parameters=[{"name": "points", "in": "query", "schema": {
+                "type": "integer", "default": 1000, "maximum": 10000}, "description": "points per series"}])},
+        "/api/jobs/{job_id}/profile": {"parameters": [JOB_ID], "post": _op(
+            "Profile a few steps of a running training job (a `profile` event reports the result)",
+            {"202": _json({"type": "object"}, "Requested")}, ("401", "403", "404", "409"))},
+        "/api/groups/{group}": {"parameters": [{"name": "group", "in": "path", "required": True, "schema": {"type": "string"}}],
+                                "get": _op("A group's jobs with their settings, best metrics and validation curves",
+                                           {"200": _json({"type": "object"})}, ("400", "401", "404"),
+                                           parameters=[{"name": "points", "in": "query",
+                                                        "schema": {"type": "integer", "default": 500}}])},
         "/api/jobs/{job_id}/log": {"parameters": [JOB_ID], "get": _op(
             "The last lines of the job's log", {"200": _json({"type": "object", "properties": {
                 "lines": {"type": "array", "items": {"type": "string"}}}})}, ("400", "401", "404"),
@@ -129,6 +205,14 @@ SCHEMA: dict[str, Any] = {
         "/api/folders": {"get": _op(
             "Browse the server folders datasets may be read from", {"200": _json({"type": "object"})},
             ("401", "403"), parameters=[{"name": "path", "in": "query", "schema": {"type": "string"}}])},
+        "/api/models": {"post": _op(
+            "Create a model: the New model form's fields; several learning rates or batch sizes make one job "
+            "each, in one group", {"201": _json({"type": "object", "properties": {
+                "jobs": {"type": "array", "items": _ref("Job")}}}, "Created and queued")},
+            ("400", "401"), requestBody=_body(NEW_MODEL))},
+        "/api/lr-preview": {"post": _op(
+            "The learning rate at each step for these settings (the New model form's preview)",
+            {"200": _json(LR_PREVIEW)}, ("400", "401"), requestBody=_body({"type": "object", "properties": _POLICY_FIELDS}))},
     },
 }
 

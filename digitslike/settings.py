@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "accounts",
     "jobs",
     "datasets",
+    "training",
 ]
 
 MIDDLEWARE = [

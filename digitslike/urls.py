@@ -4,6 +4,7 @@ from django.urls import include, path, re_path
 
 from datasets.urls import api_urlpatterns as dataset_api
 from jobs.urls import api_urlpatterns as jobs_api
+from training.urls import api_urlpatterns as training_api
 
 from . import openapi
 
@@ -11,8 +12,10 @@ urlpatterns = [
     path("", include("jobs.urls")),
     path("", include("datasets.urls")),
     path("", include("accounts.urls")),
+    path("", include("training.urls")),
     path("api/", include(jobs_api)),
     path("api/", include(dataset_api)),
+    path("api/", include(training_api)),
     path("api/openapi.json", openapi.schema_view, name="openapi"),
     path("api/", openapi.docs_view, name="api-docs"),
     path("admin/", admin.site.urls),

@@ -13,6 +13,8 @@ from .logfile import tail_lines
 from .models import Job
 
 MAX_LOG_LINES = 5000
+# Kinds with their own creation endpoint and form.
+OWN_ENDPOINTS = {"dataset": "/api/datasets", "train": "/api/models"}
 
 
 @api("GET", "POST")
@@ -21,6 +23,8 @@ def jobs(request: HttpRequest) -> JsonResponse:
         return JsonResponse({"jobs": [serialize.job_summary(job) for job in services.filtered_jobs(request.GET.dict())]})
     data = json_body(request)
     kind = data.pop("kind", None)
+    if kind in OWN_ENDPOINTS:
+        raise BadRequest({"kind": [f"Create {kind} jobs with POST {OWN_ENDPOINTS[kind]}."]})
     if kind not in CREATE_FORMS:
         raise BadRequest({"kind": [f"Choose one of: {', '.join(CREATE_FORMS)}."]})
     form_class = CREATE_FORMS[kind]
@@ -60,6 +64,12 @@ def abort(request: HttpRequest, job_id: int) -> JsonResponse:
 def clone(request: HttpRequest, job_id: int) -> JsonResponse:
     found = get_object_or_404(Job, pk=job_id)
     return JsonResponse(serialize.job_detail(services.clone(found, request.user)), status=201)
+
+
+@api("POST")
+def resume(request: HttpRequest, job_id: int) -> JsonResponse:
+    found = get_object_or_404(Job, pk=job_id)
+    return JsonResponse(serialize.job_detail(services.resume(found, request.user)), status=202)
 
 
 @api("POST")

@@ -65,6 +65,7 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        permissions = [("run_code", "May run custom Python network code")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.kind} #{self.pk})"

@@ -7,8 +7,12 @@ from typing import Any
 
 from django.urls import reverse
 
-from . import kinds
+from training import series
+
+from . import kinds, services
 from .models import Job, JobTransition
+
+SPARKLINE_POINTS = 60
 
 
 def _iso(value: Any) -> str | None:
@@ -33,7 +37,17 @@ def job_summary(job: Job) -> dict[str, Any]:
         "eta_seconds": job.eta_seconds(),
         "queue_position": job.queue_position(),
         "url": reverse("job", args=[job.pk]),
+        "group_url": reverse("group", args=[job.group]) if job.group else None,
+        "sparkline": sparkline(job),
     }
+
+
+def sparkline(job: Job) -> list[float]:
+    """A training job's train loss as at most 60 values for the home page
+    (min and max per bucket, so spikes show); cached with the job's events."""
+    if job.kind != "train":
+        return []
+    return series.view(job.folder, lambda run: run.sparkline(SPARKLINE_POINTS))
 
 
 def transition(t: JobTransition) -> dict[str, Any]:
@@ -51,5 +65,6 @@ def job_detail(job: Job) -> dict[str, Any]:
         "attempt": job.attempt,
         "abort_requested": job.abort_requested,
         "error": job.error,
+        "resumable": services.resumable(job),
         "history": [transition(t) for t in job.transitions.all()],
     }

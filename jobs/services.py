@@ -10,6 +10,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from . import kinds
 from .models import ACTIVE, PENDING, Job, JobTransition, Status
@@ -66,6 +67,36 @@ def abort(job: Job, user: User) -> None:
         return
     job.refresh_from_db()
     raise ActionError(f"The job is {job.get_status_display().lower()}; only queued, waiting or running jobs can be aborted.")
+
+
+# Kinds whose runs write a checkpoint to resume from, and where.
+RESUMABLE_KINDS = ("train",)
+RESUME_CHECKPOINT = "checkpoints/last.pt"
+
+
+def resumable(job: Job) -> bool:
+    return (job.kind in RESUMABLE_KINDS and job.status in (Status.ABORTED, Status.FAILED)
+            and (job.folder / RESUME_CHECKPOINT).is_file())
+
+
+def resume(job: Job, user: User) -> Job:
+    """Queue an aborted or failed training job again; its run carries on
+    from the checkpoint it left (the trainer resumes from it on start)."""
+    require_change(job, user)
+    job.refresh_from_db()
+    if job.kind not in RESUMABLE_KINDS:
+        raise ActionError("Only training jobs can be resumed.")
+    if job.status not in (Status.ABORTED, Status.FAILED):
+        raise ActionError(f"The job is {job.get_status_display().lower()}; only an aborted or failed job can be resumed.")
+    if not (job.folder / RESUME_CHECKPOINT).is_file():
+        raise ActionError(f"The run left no checkpoint ({RESUME_CHECKPOINT}) to resume from; clone it to start again.")
+    # A resumed job gets a fresh count of attempts: the ones before ended it.
+    if not job.transition(Status.QUEUED, frm=[Status.ABORTED, Status.FAILED],
+                          message=f"Resumed by {user.username} from its last checkpoint",
+                          finished_at=None, abort_requested=False, error="", queued_at=timezone.now(), attempt=0):
+        raise ActionError("The job changed meanwhile; reload the page.")
+    transaction.on_commit(lambda: enqueue(job))
+    return job
 
 
 def clone(job: Job, user: User) -> Job:

@@ -12,6 +12,7 @@ urlpatterns = [
     path("jobs/<int:job_id>/abort", views.abort, name="job-abort"),
     path("jobs/<int:job_id>/clone", views.clone, name="job-clone"),
     path("jobs/<int:job_id>/delete", views.delete, name="job-delete"),
+    path("jobs/<int:job_id>/resume", views.resume, name="job-resume"),
     path("jobs/<int:job_id>/edit", views.edit, name="job-edit"),
 ]
 
@@ -21,6 +22,7 @@ api_urlpatterns = [
     path("jobs/<int:job_id>", api.job, name="api-job"),
     path("jobs/<int:job_id>/abort", api.abort, name="api-job-abort"),
     path("jobs/<int:job_id>/clone", api.clone, name="api-job-clone"),
+    path("jobs/<int:job_id>/resume", api.resume, name="api-job-resume"),
     path("jobs/<int:job_id>/log", api.log, name="api-job-log"),
     path("jobs/<int:job_id>/events", views.job_events, name="api-job-events"),
     path("events", views.jobs_events, name="api-events"),

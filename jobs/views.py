@@ -114,6 +114,12 @@ def clone(request: HttpRequest, job_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+def resume(request: HttpRequest, job_id: int) -> HttpResponse:
+    return _act(request, job_id, services.resume, "Resumed: queued again, to carry on from its last checkpoint.")
+
+
+@login_required
+@require_POST
 def delete(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(Job, pk=job_id)
     try:

@@ -2,6 +2,7 @@
 schema that covers every API route."""
 
 import json
+import re
 
 import pytest
 from django.test import Client
@@ -160,7 +161,7 @@ def _api_routes():
         for p in patterns:
             route = prefix + str(p.pattern)
             if isinstance(p, URLPattern):
-                routes.add("/" + route.replace("<int:job_id>", "{job_id}"))
+                routes.add("/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route))
             else:
                 walk(p.url_patterns, route)
 

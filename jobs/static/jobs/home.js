@@ -37,6 +37,53 @@ function statusCell(job) {
   return cell;
 }
 
+const SVG = "http://www.w3.org/2000/svg";
+const SPARK_POINTS = 60, SPARK_WIDTH = 90, SPARK_HEIGHT = 18;
+
+// Lowest and highest value of each of limit/2 buckets, in order (as the
+// server thins it): a long live run keeps its spikes.
+function thin(values, limit) {
+  if (values.length <= limit) return values;
+  const buckets = Math.floor(limit / 2), kept = [];
+  for (let b = 0; b < buckets; b += 1) {
+    const start = Math.floor((b * values.length) / buckets), end = Math.floor(((b + 1) * values.length) / buckets);
+    let low = start, high = start;
+    for (let i = start; i < end; i += 1) {
+      if (values[i] < values[low]) low = i;
+      if (values[i] > values[high]) high = i;
+    }
+    kept.push(values[Math.min(low, high)]);
+    if (low !== high) kept.push(values[Math.max(low, high)]);
+  }
+  return kept;
+}
+
+// A training job's loss as a small line, or nothing for other jobs.
+function sparkline(job) {
+  const values = job.sparkline || [];
+  if (values.length < 2) return "";
+  const low = Math.min(...values), high = Math.max(...values), span = high - low || 1;
+  const points = values.map((v, i) => `${((i / (values.length - 1)) * SPARK_WIDTH).toFixed(1)},`
+    + `${(SPARK_HEIGHT - 1 - ((v - low) / span) * (SPARK_HEIGHT - 2)).toFixed(1)}`).join(" ");
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("class", "sparkline");
+  svg.setAttribute("width", SPARK_WIDTH);
+  svg.setAttribute("height", SPARK_HEIGHT);
+  svg.setAttribute("viewBox", `0 0 ${SPARK_WIDTH} ${SPARK_HEIGHT}`);
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", `train loss, latest ${values[values.length - 1].toPrecision(4)}`);
+  const title = document.createElementNS(SVG, "title");
+  title.textContent = `train loss: ${values[values.length - 1].toPrecision(4)} (lowest ${low.toPrecision(4)})`;
+  const line = document.createElementNS(SVG, "polyline");
+  line.setAttribute("points", points);
+  svg.append(title, line);
+  return svg;
+}
+
+function progressCell(job) {
+  return el("div", { class: "progress-cell" }, progressBar(job.progress, job.status), sparkline(job));
+}
+
 function row(job) {
   const box = el("input", { type: "checkbox", "aria-label": `Select ${job.name}` });
   box.checked = selected.has(job.id);
@@ -47,7 +94,7 @@ function row(job) {
     el("td", {}, job.kind),
     el("td", {}, job.owner),
     statusCell(job),
-    el("td", {}, progressBar(job.progress, job.status)),
+    el("td", {}, progressCell(job)),
     el("td", { class: "elapsed" }, duration(elapsed(job))),
     el("td", {}, when(job.created_at)));
 }
@@ -74,7 +121,9 @@ function render() {
         localStorage.setItem("collapsed-groups", JSON.stringify([...collapsed]));
         render();
       } }, `${isCollapsed ? "▸" : "▾"} ${name} (${groups.get(name).length})`);
-      body.append(el("tr", { class: "group" }, el("th", { colspan: 8 }, toggle)));
+      const groupUrl = groups.get(name)[0].group_url;
+      const curves = activeTab === "models" && groupUrl ? el("a", { class: "group-link", href: groupUrl }, "compare curves") : "";
+      body.append(el("tr", { class: "group" }, el("th", { colspan: 8 }, toggle, curves)));
       if (isCollapsed) { table.append(body); continue; }
     }
     for (const job of groups.get(name)) body.append(row(job));
@@ -157,8 +206,13 @@ on("progress", (event) => {
   const job = jobs.get(event.job);
   if (!job) return;
   job.progress = event.data.progress;
+  const loss = event.data.loss;
+  if (job.kind === "train" && typeof loss === "number" && Number.isFinite(loss)) {
+    job.sparkline = [...(job.sparkline || []), loss];
+    if (job.sparkline.length > 2 * SPARK_POINTS) job.sparkline = thin(job.sparkline, SPARK_POINTS);
+  }
   const tr = table.querySelector(`tr[data-job="${event.job}"]`);
-  if (tr) tr.children[5].replaceChildren(progressBar(job.progress, job.status));
+  if (tr) tr.children[5].replaceChildren(progressCell(job));
 });
 on("resync", reload);
 

@@ -1,0 +1,177 @@
+"""Chart series from a run's events.jsonl: min/max downsampling that keeps
+every spike, step order, resumed runs without duplicates, and the cache."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from trainer import events as eventlog
+from training import series
+
+
+def all_of(run: series.Run) -> dict:
+    return run.metrics(series.MAX_POINTS)
+
+
+def test_downsampling_keeps_the_extremes_and_every_spike_within_the_bound():
+    rng = np.random.default_rng(0)
+    count = 20_000
+    values = 2.0 / (1.0 + np.arange(count) * 0.001) + rng.normal(0, 0.01, count)
+    spikes = rng.choice(np.arange(0, count, 50), size=40, replace=False)  # at least 50 points apart
+    values[spikes[:30]] += 5.0
+    values[spikes[30:]] -= 5.0
+    kept = series.downsample(values, 1000)
+    assert len(kept) <= 1000
+    assert kept == sorted(set(kept))  # in order, no repeats
+    assert set(spikes.tolist()) <= set(kept)
+    assert int(values.argmax()) in kept and int(values.argmin()) in kept
+    assert values[kept].min() == values.min() and values[kept].max() == values.max()
+
+
+@pytest.mark.parametrize(("count", "limit"), [(0, 10), (5, 10), (10, 10), (11, 10), (1001, 2), (12345, 777), (3000, 1000)])
+def test_the_bucket_count_bounds_the_length(count, limit):
+    values = np.sin(np.arange(count, dtype=float) / 7.0)
+    kept = series.downsample(values, limit)
+    assert len(kept) <= limit
+    if count <= limit:
+        assert kept == list(range(count))
+    else:
+        assert len(kept) >= limit // 2  # every bucket keeps at least one point
+
+
+def test_downsampling_is_never_random_or_every_kth():
+    values = np.zeros(1000)
+    values[123] = 1.0  # the one point every-k-th sampling would miss
+    kept = series.downsample(values, 10)
+    assert 123 in kept and kept == series.downsample(values, 10)
+
+
+def write_run(folder, first: int, last: int, offset: float = 0.0) -> None:
+    for step in range(first, last + 1):
+        epoch = step / 10
+        eventlog.append(folder, "train", {"step": step, "epoch": epoch, "loss": offset + 1.0 / (step + 1),
+                                          "lr": 0.1, "batch_size": 32, "images_per_s": 500.0 + step,
+                                          "data_wait": 0.25})
+        if step % 10 == 0 and step:
+            eventlog.append(folder, "val", {"step": step, "epoch": epoch, "loss": offset + 2.0 / step,
+                                            "top1": 0.5, "top5": 0.9})
+            eventlog.append(folder, "snapshot", {"step": step, "epoch": epoch, "file": f"checkpoints/epoch-{step // 10}.pt",
+                                                 "metrics": {"val_loss": 2.0 / step}, "best": True})
+            eventlog.append(folder, "best", {"epoch": epoch, "step": step, "metric": "val_loss", "value": 2.0 / step,
+                                             "file": f"checkpoints/epoch-{step // 10}.pt"})
+
+
+def test_points_are_in_step_order_with_their_epochs(tmp_path):
+    write_run(tmp_path, 0, 40)
+    body = series.view(tmp_path, all_of)
+    train = body["series"]["train_loss"]
+    assert [p[0] for p in train] == list(range(41))
+    assert train[10] == [10, 1.0, 1.0 / 11]
+    assert [p[0] for p in body["series"]["val_top1"]] == [10, 20, 30, 40]
+    assert body["series"]["images_per_s"][-1][2] == 540.0 and body["series"]["data_wait"][0][2] == 0.25
+    assert [s["step"] for s in body["snapshots"]] == [10, 20, 30, 40]
+    assert [s["is_best"] for s in body["snapshots"]] == [False, False, False, True]
+    assert body["best"]["step"] == 40 and body["result"] is None
+
+
+def test_a_resume_drops_what_the_interrupted_run_recorded_after_its_step(tmp_path):
+    write_run(tmp_path, 0, 37)  # the run dies at step 37; its last checkpoint was at step 20
+    eventlog.append(tmp_path, "resume", {"step": 20, "epoch": 2.0})
+    write_run(tmp_path, 21, 50, offset=100.0)
+    body = series.view(tmp_path, all_of)
+    train = body["series"]["train_loss"]
+    assert [p[0] for p in train] == list(range(51))  # no duplicates, no gaps
+    assert all(p[2] < 100 for p in train[:21]) and all(p[2] > 100 for p in train[21:])
+    assert [p[0] for p in body["series"]["val_loss"]] == [10, 20, 30, 40, 50]
+    assert body["series"]["val_loss"][2][2] > 100  # step 30 as the resumed run measured it
+    assert [s["step"] for s in body["snapshots"]] == [10, 20, 30, 40, 50]
+    assert body["best"]["step"] == 50
+
+
+def test_a_resume_without_new_points_keeps_the_earlier_best(tmp_path):
+    write_run(tmp_path, 0, 30)
+    eventlog.append(tmp_path, "resume", {"step": 20, "epoch": 2.0})
+    body = series.view(tmp_path, all_of)
+    assert body["best"]["step"] == 20 and [s["step"] for s in body["snapshots"]] == [10, 20]
+    assert body["snapshots"][-1]["is_best"]
+
+
+def test_not_finite_values_are_left_out_of_curves_and_become_null_elsewhere(tmp_path):
+    eventlog.append(tmp_path, "train", {"step": 1, "epoch": 0.1, "loss": 2.0, "lr": 0.1, "images_per_s": 1.0, "data_wait": 0.0})
+    eventlog.append(tmp_path, "train", {"step": 2, "epoch": 0.2, "loss": float("nan"), "lr": 0.1, "images_per_s": 1.0,
+                                        "data_wait": 0.0})
+    eventlog.append(tmp_path, "layers", {"step": 2, "epoch": 0.2, "filters": None, "layers": [
+        {"name": "fc", "weight_norm": float("inf"), "grad_norm": None, "weight_hist": {"edges": [], "counts": []},
+         "grad_hist": {"edges": [], "counts": []}}]})
+    run = series.view(tmp_path, lambda r: r)
+    assert [p[0] for p in run.points("train_loss", 100)] == [1]
+    assert [p[0] for p in run.points("lr", 100)] == [1, 2]
+    assert run.layers["layers"][0]["weight_norm"] is None
+    json.dumps(run.layers, allow_nan=False)
+
+
+def test_only_the_latest_of_the_latest_kinds_and_a_window_of_hardware(tmp_path):
+    for i in range(series.HARDWARE_HISTORY + 5):
+        eventlog.append(tmp_path, "hardware", {"gpus": [], "cpu_percent": float(i), "rss_bytes": 1, "threads": 2})
+    eventlog.append(tmp_path, "perf", {"images_per_s": 1.0, "data_wait": 0.5, "step_ms": 3.0, "flops_per_image": 10,
+                                       "mfu": None, "device": "cpu"})
+    eventlog.append(tmp_path, "perf", {"images_per_s": 2.0, "data_wait": 0.5, "step_ms": 3.0, "flops_per_image": 10,
+                                       "mfu": None, "device": "cpu"})
+    eventlog.append(tmp_path, "log", {"lines": ["not a chart's business"]})
+    run = series.view(tmp_path, lambda r: r)
+    assert run.perf["images_per_s"] == 2.0
+    assert len(run.hardware) == series.HARDWARE_HISTORY and run.hardware[-1]["cpu_percent"] == series.HARDWARE_HISTORY + 4
+    assert run.hardware[0]["t"] > 0
+    assert run.seq == series.HARDWARE_HISTORY + 8  # the log line counts too
+
+
+def test_the_cache_reads_only_what_the_file_gained_and_rereads_a_new_file(tmp_path):
+    write_run(tmp_path, 0, 10)
+    first = series.view(tmp_path, lambda r: r)
+    assert series.view(tmp_path, lambda r: r) is first
+    write_run(tmp_path, 11, 12)
+    assert series.view(tmp_path, lambda r: r) is first  # read on, not again
+    assert [p[0] for p in first.points("train_loss", 100)][-2:] == [11, 12]
+
+    path = tmp_path / eventlog.FILENAME
+    with open(path, "ab") as handle:  # a line being written
+        handle.write(b'{"seq":99,"t":1.0,"kind":"train","data":{"step":13,')
+    assert len(series.view(tmp_path, lambda r: r.points("train_loss", 100))) == 13
+    with open(path, "ab") as handle:
+        handle.write(b'"epoch":1.3,"loss":0.5,"lr":0.1,"images_per_s":1.0,"data_wait":0.0}}\n')
+    assert series.view(tmp_path, lambda r: r.points("train_loss", 100))[-1] == [13, 1.3, 0.5]
+
+    path.unlink()
+    write_run(tmp_path, 0, 3)
+    again = series.view(tmp_path, lambda r: r)
+    assert again is not first and len(again.points("train_loss", 100)) == 4
+
+
+def test_a_folder_without_events_is_an_empty_run(tmp_path):
+    body = series.view(tmp_path / "nothing", all_of)
+    assert all(points == [] for points in body["series"].values())
+    assert body["snapshots"] == [] and body["best"] is None
+
+
+def test_points_are_clamped(tmp_path):
+    assert series.clamp_points(None) == 1000 and series.clamp_points("") == 1000
+    assert series.clamp_points("50000") == 10_000 and series.clamp_points("-3") == 2
+    with pytest.raises(ValueError):
+        series.clamp_points("many")
+
+
+def test_a_long_run_is_downsampled_per_series(tmp_path):
+    lines = []
+    for step in range(5000):
+        loss = 10.0 if step == 4321 else 1.0 / math.sqrt(step + 1)
+        event = {"seq": step + 1, "t": 1.0, "kind": "train",
+                 "data": {"step": step, "epoch": step / 100, "loss": loss, "lr": 0.1, "images_per_s": 1.0, "data_wait": 0.0}}
+        lines.append(json.dumps(event, separators=(",", ":")))
+    (tmp_path / eventlog.FILENAME).write_text("\n".join(lines) + "\n")
+    train = series.view(tmp_path, lambda r: r.points("train_loss", 100))
+    assert len(train) <= 100
+    assert [4321, 43.21, 10.0] in train and train[0][0] == 0
+    assert [p[0] for p in train] == sorted(p[0] for p in train)
+    assert len(series.view(tmp_path, lambda r: r.sparkline(60))) <= 60

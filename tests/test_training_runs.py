@@ -1,0 +1,82 @@
+"""Training jobs through a real worker: a model trains to done, an aborted
+model resumes from its checkpoint with the Resume action, and a model whose
+worker dies resumes on another worker, each with one unbroken metric history."""
+
+from __future__ import annotations
+
+from jobs import services
+from jobs.models import Job, Status
+from tests.jobtools import events_of, history, wait_status
+from tests.processes import wait_for
+from tests.test_train import SLOW_LENET
+from tests.trainfiles import make_dataset, train_config
+from training import series
+
+
+def dataset_job(owner) -> Job:
+    job = Job.objects.create(kind="dataset", name="bars", owner=owner, status=Status.DONE)
+    make_dataset(job.folder / "dataset")
+    return job
+
+
+def submit_model(owner, dataset: Job, name: str = "lenet", **overrides) -> Job:
+    params = train_config(dataset.folder / "dataset", dataset=dataset.pk, **overrides)
+    return services.submit(owner, "train", name, params, {"device": "cpu", "count": 1})
+
+
+def train_steps(job: Job) -> list[int]:
+    return [e["data"]["step"] for e in events_of(job, "train")]
+
+
+def past_epoch(job: Job, epoch: float) -> bool:
+    return any(e["data"]["epoch"] > epoch for e in events_of(job, "train"))
+
+
+def test_a_model_trains_to_done_and_its_page_shows_it(alice, worker, client):
+    model = submit_model(alice, dataset_job(alice), epochs=2)
+    model = wait_status(model, Status.DONE, timeout=120)
+    assert model.progress == 1.0
+    result = events_of(model, "result")[-1]["data"]
+    assert result["final"]["val_top1"] >= 0.9
+    client.force_login(alice)
+    page = client.get(f"/jobs/{model.pk}/")
+    assert page.status_code == 200
+    assert b"Download model" in page.content
+
+
+def test_an_aborted_model_resumes_where_it_stopped(alice, worker):
+    model = submit_model(alice, dataset_job(alice), epochs=3, network={"source": "python", "text": SLOW_LENET})
+    wait_for(lambda: past_epoch(model, 1.2), timeout=90, what="training to pass epoch 1.2")
+    services.abort(model, alice)
+    model = wait_status(model, Status.ABORTED, timeout=30)
+    assert (model.folder / "checkpoints" / "last.pt").exists()
+
+    services.resume(model, alice)
+    model = wait_status(model, Status.DONE, timeout=120)
+    assert history(model)[-4:] == ["queued", "waiting", "running", "done"]
+    assert len(events_of(model, "resume")) == 1
+    steps = train_steps(model)
+    assert steps == sorted(set(steps)), "no step twice"
+    curve = series.view(model.folder, lambda run: run.metrics(10_000))["series"]["train_loss"]
+    curve_steps = [point[0] for point in curve]
+    assert curve_steps == sorted(set(curve_steps))
+    assert [round(e["data"]["epoch"], 6) for e in events_of(model, "val")] == [1.0, 2.0, 3.0]
+
+
+def test_a_model_whose_worker_dies_resumes_on_another_worker(alice, worker_factory):
+    doomed = worker_factory("doomed")
+    model = submit_model(alice, dataset_job(alice), epochs=3, network={"source": "python", "text": SLOW_LENET})
+    wait_for(lambda: events_of(model, "snapshot") and past_epoch(model, 1.3), timeout=90,
+             what="a snapshot and training past epoch 1.3")
+    doomed.kill()
+    worker_factory("rescuer")
+    model = wait_status(model, Status.DONE, timeout=120)
+    assert model.attempt == 2
+    resumed = events_of(model, "resume")
+    # The supervisor passes SIGTERM on when its worker dies, so the trainer
+    # saves where it was; a SIGKILLed trainer would resume from its snapshot.
+    assert len(resumed) == 1 and resumed[0]["data"]["epoch"] >= 1.0
+    curve = series.view(model.folder, lambda run: run.metrics(10_000))["series"]["train_loss"]
+    steps = [point[0] for point in curve]
+    assert steps == sorted(set(steps)), "the interrupted run's later points are dropped"
+    assert [round(e["data"]["epoch"], 6) for e in events_of(model, "val")][-2:] == [2.0, 3.0]

@@ -1,0 +1,497 @@
+"""The New model form (DIGITS' options and defaults, and more), shared by the
+page and the API, and the smaller form of the learning rate preview.
+
+Everything here is torch-free: the learning rate policies and layer lists
+are checked with pure-Python modules, and the trainer's catalogue (standard
+networks, solvers) comes from ``catalog``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import secrets
+from pathlib import Path
+from typing import Any
+
+from django import forms
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from datasets import store
+from jobs import services
+from jobs.forms import DevicesField, JobFieldsForm
+from jobs.models import Job, Status
+from trainer import lr_policy as policies
+from trainer.networks.layerspec import NetworkError, validate_layers
+
+from . import catalog, sweeps
+
+RUN_CODE = "jobs.run_code"
+SEED_LIMIT = 2**31 - 1
+NO_DATASET_STEPS_PER_EPOCH = 100
+PREVIOUS_JOBS_SHOWN = 200
+
+NETWORK_SOURCES = [("standard", "Standard network"), ("layers", "Custom layers"), ("python", "Python code"),
+                   ("previous", "Previous network")]
+PRETRAINED_MODES = [("finetune", "Fine-tune: keep the weights that fit, re-initialise the rest "
+                                 "(the classifier when the classes differ)"),
+                    ("continue", "Continue: the same network and classes, every weight kept")]
+MEAN_CHOICES = [("image", "Subtract the mean image"), ("pixel", "Subtract the mean pixel"), ("none", "None")]
+FLIP_CHOICES = [("none", "None"), ("horizontal", "Horizontal"), ("vertical", "Vertical"), ("both", "Both")]
+PRECISIONS = [("fp32", "fp32 (full precision)"),
+              ("tf32", "tf32 (fp32 with TensorFloat-32 matrix maths on recent GPUs)"),
+              ("bf16", "mixed precision bf16 (fastest on recent GPUs)"),
+              ("fp16", "mixed precision fp16 (with loss scaling)")]
+EARLY_STOPPING = [("none", "Off"), ("val_loss", "When the validation loss stops falling"),
+                  ("val_top1", "When the validation accuracy stops rising")]
+SNAPSHOT_FOLDER = "checkpoints"
+
+
+def _float(label: str, initial: float, minimum: float = 0.0, maximum: float | None = None, **kwargs: Any) -> forms.FloatField:
+    return forms.FloatField(label=label, initial=initial, min_value=minimum, max_value=maximum, **kwargs)
+
+
+def world_size(resources: dict[str, Any]) -> int:
+    """How many processes train: one per GPU asked for, one on the CPU."""
+    if resources.get("device") != "gpu":
+        return 1
+    return len(resources["ids"]) if "ids" in resources else int(resources.get("count") or 1)
+
+
+def total_steps(train_count: int, batch_size: int, workers: int, epochs: int, schedule: list[list[int]]) -> int:
+    """The trainer's count of steps: per epoch, each process's equal share of
+    the training images in whole batches (a last partial batch is dropped)."""
+    per_rank = (train_count - train_count % workers) // workers
+    return sum(per_rank // policies.batch_size_at(schedule, batch_size, epoch) for epoch in range(epochs))
+
+
+def snapshots(job: Job) -> list[str]:
+    """A training job's snapshot files, relative to its folder: per epoch in
+    order, then the best one."""
+    folder = job.folder / SNAPSHOT_FOLDER
+    epochs = []
+    for path in folder.glob("epoch-*.pt"):
+        try:
+            epochs.append((float(path.stem.removeprefix("epoch-")), path.name))
+        except ValueError:
+            continue
+    files = [f"{SNAPSHOT_FOLDER}/{name}" for _, name in sorted(epochs)]
+    if (folder / "best.pt").is_file():
+        files.append(f"{SNAPSHOT_FOLDER}/best.pt")
+    return files
+
+
+def previous_jobs() -> list[dict[str, Any]]:
+    """Finished or aborted training jobs that left snapshots, newest first."""
+    found = []
+    for job in Job.objects.filter(kind="train", status__in=[Status.DONE, Status.ABORTED])[:PREVIOUS_JOBS_SHOWN]:
+        files = snapshots(job)
+        if files and isinstance(job.params.get("network"), dict):
+            found.append({"id": job.pk, "label": f"{job.name} #{job.pk} ({job.get_status_display().lower()})",
+                          "snapshots": files, "network": job.params["network"]})
+    return found
+
+
+def dataset_label(job: Job, info: dict[str, Any]) -> str:
+    height, width, channels = info["image_shape"]
+    colour = "grayscale" if channels == 1 else "colour"
+    return f"{job.name} #{job.pk} · {width}×{height} {colour} · {len(info['classes'])} classes"
+
+
+def dataset_choices() -> list[tuple[str, str]]:
+    choices = [("", "Choose a dataset")]
+    for job in Job.objects.filter(kind="dataset", status=Status.DONE):
+        info = store.manifest(job)
+        if info:
+            choices.append((str(job.pk), dataset_label(job, info)))
+    return choices
+
+
+def built_dataset(value: Any) -> tuple[Job, dict[str, Any]]:
+    """The dataset job ``value`` names with its manifest; ValidationError when
+    there is none or its build is not done."""
+    job = Job.objects.filter(pk=value, kind="dataset").first()
+    if job is None:
+        raise forms.ValidationError(f"There is no dataset #{value}.")
+    if job.status != Status.DONE:
+        raise forms.ValidationError(f"The dataset “{job.name}” (#{job.pk}) is {job.get_status_display().lower()}; "
+                                    "choose a dataset whose build is done.")
+    info = store.manifest(job)
+    if info is None:
+        raise forms.ValidationError(f"The dataset “{job.name}” (#{job.pk}) has no built images in its folder.")
+    return job, info
+
+
+class ScheduleForm(DevicesField):
+    """What decides the learning rate at each step: the fields of the
+    preview, also part of the New model form."""
+
+    dataset = forms.IntegerField(required=False, widget=forms.Select)
+    epochs = forms.IntegerField(min_value=1, max_value=100_000, initial=30, label="Training epochs")
+    batch_size = forms.CharField(initial="64", label="Batch size",
+                                 help_text="Per device. Several, separated by commas, make a sweep: one job each.")
+    batch_schedule = forms.CharField(required=False, label="Batch size schedule",
+                                     help_text="epoch:batch pairs, e.g. 10:128, 20:256: from that epoch on, that batch size.")
+    lr = forms.CharField(initial="0.01", label="Base learning rate",
+                         help_text="Several, separated by commas, make a sweep: one job each.")
+    lr_policy = forms.ChoiceField(choices=[(name, label) for name, label, _ in policies.POLICIES], initial="step",
+                                  label="Policy")
+    step_percent = _float(policies.PARAM_LABELS["step_percent"], policies.PARAM_DEFAULTS["step_percent"],
+                          maximum=100, required=False)
+    gamma = forms.FloatField(label=policies.PARAM_LABELS["gamma"], initial=policies.PARAM_DEFAULTS["gamma"], required=False)
+    milestones_percent = forms.CharField(label=policies.PARAM_LABELS["milestones_percent"], required=False,
+                                         initial=", ".join(f"{v:g}" for v in policies.PARAM_DEFAULTS["milestones_percent"]))
+    power = forms.FloatField(label=policies.PARAM_LABELS["power"], initial=policies.PARAM_DEFAULTS["power"], required=False)
+    warmup_percent = _float(policies.PARAM_LABELS["warmup_percent"], policies.PARAM_DEFAULTS["warmup_percent"],
+                            maximum=99.9, required=False, help_text="A linear ramp from almost 0 at the start.")
+    scale_lr = forms.BooleanField(required=False, initial=True,
+                                  label="Linear scaling rule with gradual warmup for several GPUs",
+                                  help_text="N GPUs train at N times the rate, warming up over at least 5% of training.")
+
+    dataset_job: Job | None = None
+    dataset_info: dict[str, Any] | None = None
+
+    def clean_dataset(self) -> int | None:
+        value = self.cleaned_data.get("dataset")
+        if value is None:
+            return None
+        self.dataset_job, self.dataset_info = built_dataset(value)
+        return value
+
+    def clean_batch_size(self) -> list[int]:
+        try:
+            sizes = sweeps.parse_list(self.cleaned_data["batch_size"], int, "batch size")
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        if any(not 1 <= size <= 65536 for size in sizes):
+            raise forms.ValidationError("Batch sizes are from 1 to 65536.")
+        return sizes
+
+    def clean_lr(self) -> list[float]:
+        try:
+            rates = sweeps.parse_list(self.cleaned_data["lr"], float, "learning rate")
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        if any(not (math.isfinite(rate) and 0 < rate <= 100) for rate in rates):
+            raise forms.ValidationError("Learning rates are numbers above 0 (and at most 100).")
+        return rates
+
+    def clean_batch_schedule(self) -> list[list[int]]:
+        try:
+            return policies.parse_batch_schedule(self.cleaned_data.get("batch_schedule") or "")
+        except ValueError as exc:
+            raise forms.ValidationError(f"{str(exc)[:1].upper()}{str(exc)[1:]}.") from None
+
+    def clean_milestones_percent(self) -> list[float]:
+        try:
+            return policies.parse_milestones(self.cleaned_data.get("milestones_percent") or "")
+        except ValueError as exc:
+            raise forms.ValidationError(f"{str(exc)[:1].upper()}{str(exc)[1:]}.") from None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("lr_policy"):
+            problems = policies.validate(self.policy())
+            if problems:
+                self.add_error("lr_policy", problems)
+        schedule, epochs = data.get("batch_schedule"), data.get("epochs")
+        if schedule and epochs and schedule[-1][0] >= epochs:
+            self.add_error("batch_schedule", f"Epoch {schedule[-1][0]} is past the last epoch ({epochs - 1}, counted from 0).")
+        if self.dataset_info and data.get("batch_size") and epochs and "batch_schedule" in data:
+            train = self.dataset_info["splits"]["train"]["count"]
+            workers = self.workers()
+            for size in data["batch_size"]:
+                if total_steps(train, size, workers, epochs, schedule) == 0:
+                    self.add_error("batch_size", f"The dataset's {train} training images do not make one batch of {size} "
+                                                 f"for each of {workers} process(es); lower the batch size.")
+        return data
+
+    def workers(self) -> int:
+        """The world size the devices asked for make (1 while they are not valid)."""
+        if any(self.has_error(field) for field in ("device", "gpu_count", "gpu_ids")):
+            return 1
+        return world_size(self.resources())
+
+    def policy(self) -> dict[str, Any]:
+        """The policy as params store it: its name and every parameter."""
+        data = self.cleaned_data
+        policy: dict[str, Any] = {"name": data["lr_policy"]}
+        for key, default in policies.PARAM_DEFAULTS.items():
+            value = data.get(key)
+            policy[key] = default if value in (None, []) else value
+        return policy
+
+    def steps(self) -> int:
+        """Total steps of the first job: from the dataset's training images,
+        or 100 a epoch when no dataset is chosen."""
+        data = self.cleaned_data
+        workers = self.workers()
+        if self.dataset_info is None:
+            return data["epochs"] * NO_DATASET_STEPS_PER_EPOCH
+        train = self.dataset_info["splits"]["train"]["count"]
+        return total_steps(train, data["batch_size"][0], workers, data["epochs"], data["batch_schedule"])
+
+    def preview(self) -> dict[str, Any]:
+        """The curve of the first job's learning rate, with the rate and warmup
+        that several GPUs bring."""
+        data = self.cleaned_data
+        workers = self.workers()
+        policy = policies.warmup_for(self.policy(), workers, data["scale_lr"])
+        base = policies.effective_lr(data["lr"][0], workers, data["scale_lr"])
+        steps = self.steps()
+        return {"points": [[step, lr] for step, lr in policies.curve(policy, base, steps)], "effective_lr": base,
+                "total_steps": steps, "description": policies.describe(policy, base), "world_size": workers,
+                "warmup_percent": float(policies.resolve(policy).get("warmup_percent", 0.0))}
+
+
+class NewModelForm(JobFieldsForm, ScheduleForm):
+    """Every option of a training job; several learning rates or batch sizes
+    make a sweep (``sweeps``)."""
+
+    val_interval = _float("Validation interval (epochs)", 1.0, minimum=0.01)
+    snapshot_interval = _float("Snapshot interval (epochs)", 1.0, minimum=0.01)
+    seed = forms.IntegerField(required=False, min_value=0, max_value=SEED_LIMIT, label="Random seed",
+                              help_text="Blank for a random one, recorded so that the run can be repeated.")
+    batch_accumulation = forms.IntegerField(min_value=1, max_value=1024, initial=1, label="Batch accumulation",
+                                            help_text="Batches whose gradients are summed before each update.")
+
+    solver = forms.ChoiceField(choices=[], initial="sgd", label="Solver")
+    momentum = _float("Momentum", 0.9, maximum=0.999)
+    weight_decay = _float("Weight decay", 0.0001)
+    label_smoothing = _float("Label smoothing", 0.0, maximum=0.99)
+
+    mean = forms.ChoiceField(choices=MEAN_CHOICES, initial="image", label="Mean subtraction")
+    crop = forms.IntegerField(required=False, min_value=1, label="Crop size",
+                              help_text="Random crops of this side for training, centre crops for validation. Blank: none.")
+    translate = forms.IntegerField(min_value=0, max_value=1024, initial=0, label="Random translation (pixels)")
+    flip = forms.ChoiceField(choices=FLIP_CHOICES, initial="none", label="Random flips")
+    rotation = _float("Random rotation (± degrees)", 0.0, maximum=180)
+    scale = _float("Random zoom (± fraction)", 0.0, maximum=0.9)
+    noise = _float("Gaussian noise (std, pixels in 0..1)", 0.0, maximum=1)
+    color_jitter = _float("Colour jitter (± fraction)", 0.0, maximum=1)
+
+    precision = forms.ChoiceField(choices=PRECISIONS, initial="fp32", label="Precision")
+    channels_last = forms.BooleanField(required=False, initial=False, label="Channels-last memory format")
+    compile = forms.BooleanField(required=False, initial=False, label="Compile the network (torch.compile)")
+
+    early_stopping = forms.ChoiceField(choices=EARLY_STOPPING, initial="none", label="Early stopping")
+    patience = forms.IntegerField(min_value=1, max_value=10_000, initial=5, label="Patience (validations)",
+                                  help_text="Validations without a new best before training stops.")
+
+    network_source = forms.ChoiceField(choices=NETWORK_SOURCES, initial="standard", widget=forms.RadioSelect,
+                                       label="Network")
+    standard_network = forms.ChoiceField(choices=[], initial="lenet", required=False, label="Standard network")
+    layers_text = forms.CharField(required=False, strip=False, label="Layers (YAML or JSON)",
+                                  widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false"}))
+    python_text = forms.CharField(required=False, strip=False, label="Python code",
+                                  widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false"}))
+    previous_job = forms.IntegerField(required=False, widget=forms.Select, label="Previous model")
+    previous_snapshot = forms.CharField(required=False, widget=forms.Select, label="Snapshot")
+    pretrained_mode = forms.ChoiceField(choices=PRETRAINED_MODES, initial="finetune", label="Mode")
+
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.user = user
+        self.may_run_code = user.has_perm(RUN_CODE)
+        self.fields["dataset"].required = True
+        self.fields["dataset"].widget.choices = dataset_choices()
+        self.fields["solver"].choices = [(s["name"], s["label"]) for s in catalog.solvers().values()]
+        self.fields["standard_network"].choices = [(n["name"], n["label"]) for n in catalog.networks().values()]
+        self.previous = previous_jobs()
+        self.fields["previous_job"].widget.choices = [("", "Choose a model")] + [(p["id"], p["label"]) for p in self.previous]
+        # The page's script narrows these to the chosen model's snapshots.
+        files = sorted({file for p in self.previous for file in p["snapshots"]})
+        self.fields["previous_snapshot"].widget.choices = [(file, file) for file in files]
+        self.network: dict[str, Any] | None = None
+        self.pretrained: dict[str, Any] | None = None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        crop, info = data.get("crop"), self.dataset_info
+        if crop and info and crop > min(info["image_shape"][:2]):
+            height, width = info["image_shape"][:2]
+            self.add_error("crop", f"The crop must fit in the dataset's {width}×{height} images.")
+        if data.get("lr") and data.get("batch_size"):
+            combinations = sweeps.count(data["lr"], data["batch_size"])
+            if combinations > sweeps.MAX_COMBINATIONS:
+                self.add_error("lr", f"{len(data['lr'])} learning rates × {len(data['batch_size'])} batch sizes make "
+                                     f"{combinations} jobs; a sweep has at most {sweeps.MAX_COMBINATIONS}.")
+        self._clean_network(data)
+        return data
+
+    def _clean_network(self, data: dict[str, Any]) -> None:
+        source = data.get("network_source")
+        if source == "standard":
+            self.network = {"source": "standard", "name": data.get("standard_network") or "lenet"}
+        elif source == "layers":
+            text = data.get("layers_text") or ""
+            try:
+                validate_layers(text)
+            except NetworkError as exc:
+                self.add_error("layers_text", str(exc))
+                return
+            self.network = {"source": "layers", "text": text}
+        elif source == "python":
+            text = data.get("python_text") or ""
+            if self._refuse_code("python_text") or self._syntax_error(text):
+                return
+            self.network = {"source": "python", "text": text}
+        elif source == "previous":
+            self._clean_previous(data)
+
+    def _refuse_code(self, field: str) -> bool:
+        if self.may_run_code:
+            return False
+        self.add_error(field, "Only users allowed to run code may train a network written in Python; "
+                              "ask an administrator for the permission “May run custom Python network code”.")
+        return True
+
+    def _syntax_error(self, text: str) -> bool:
+        """Parsed here (never run) so that a typo is a field error, not a failed job."""
+        try:
+            tree = ast.parse(text, "<network code>")
+        except SyntaxError as exc:
+            self.add_error("python_text", f"Line {exc.lineno}: {exc.msg}")
+            return True
+        defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+        defined |= {target.id for node in tree.body if isinstance(node, ast.Assign)
+                    for target in node.targets if isinstance(target, ast.Name)}
+        if "build" not in defined:
+            self.add_error("python_text", "The code must define build(channels, classes, height, width) "
+                                          "returning an nn.Module.")
+            return True
+        return False
+
+    def _clean_previous(self, data: dict[str, Any]) -> None:
+        job_id = data.get("previous_job")
+        chosen = next((p for p in self.previous if p["id"] == job_id), None)
+        if chosen is None:
+            self.add_error("previous_job", "Choose a finished or aborted model that saved snapshots.")
+            return
+        if data.get("previous_snapshot") not in chosen["snapshots"]:
+            self.add_error("previous_snapshot", f"Choose one of its snapshots: {', '.join(chosen['snapshots'])}.")
+            return
+        if chosen["network"].get("source") == "python" and self._refuse_code("previous_job"):
+            return
+        earlier = Job.objects.get(pk=job_id)
+        if data.get("pretrained_mode") == "continue" and self.dataset_info:
+            earlier_data = Job.objects.filter(pk=earlier.params.get("dataset"), kind="dataset").first()
+            earlier_info = store.manifest(earlier_data) if earlier_data else None
+            here, there = len(self.dataset_info["classes"]), len(earlier_info["classes"]) if earlier_info else None
+            if there is not None and here != there:
+                self.add_error("pretrained_mode", f"Continuing needs the same classes: this dataset has {here}, "
+                                                  f"the earlier model's {there}. Choose fine-tune.")
+                return
+        self.network = dict(chosen["network"])
+        self.pretrained = {"job": earlier.pk, "path": str(earlier.folder / data["previous_snapshot"]),
+                           "mode": data["pretrained_mode"]}
+
+    def params(self) -> dict[str, Any]:
+        """The params of the first job of the submission (see the contract in
+        docs); a sweep varies ``lr`` and ``batch_size``."""
+        data = self.cleaned_data
+        early = None if data["early_stopping"] == "none" else {"metric": data["early_stopping"],
+                                                               "patience": data["patience"]}
+        return {
+            "dataset": self.dataset_job.pk,
+            "dataset_dir": str(self.dataset_job.folder / "dataset"),
+            "network": self.network,
+            "pretrained": self.pretrained,
+            "epochs": data["epochs"], "val_interval": data["val_interval"], "snapshot_interval": data["snapshot_interval"],
+            "seed": data["seed"] if data["seed"] is not None else secrets.randbelow(SEED_LIMIT + 1),
+            "batch_size": data["batch_size"][0], "batch_accumulation": data["batch_accumulation"],
+            "solver": data["solver"], "lr": data["lr"][0], "momentum": data["momentum"],
+            "weight_decay": data["weight_decay"],
+            "lr_policy": self.policy(),
+            "scale_lr": data["scale_lr"],
+            "batch_schedule": data["batch_schedule"],
+            "mean": data["mean"], "crop": data["crop"], "translate": data["translate"], "flip": data["flip"],
+            "rotation": data["rotation"], "scale": data["scale"], "noise": data["noise"],
+            "color_jitter": data["color_jitter"], "label_smoothing": data["label_smoothing"],
+            "precision": data["precision"], "channels_last": data["channels_last"], "compile": data["compile"],
+            "early_stopping": early,
+        }
+
+    def submit(self, owner: User) -> list[Job]:
+        """Create every job of the submission in one transaction: all or none."""
+        data = self.cleaned_data
+        runs = sweeps.expand(data["name"], self.params(), data["lr"], data["batch_size"])
+        group = sweeps.group_name(data["name"], data["group"], len(runs))
+        with transaction.atomic():
+            return [services.submit(owner, "train", run.name, run.params, self.resources(), group=group,
+                                    notes=data["notes"]) for run in runs]
+
+
+def defaults(form_class: type[forms.Form]) -> dict[str, Any]:
+    """The initial values the page shows, for what an API call leaves out."""
+    return {name: field.initial for name, field in form_class.base_fields.items() if field.initial is not None}
+
+
+def api_data(form_class: type[forms.Form], body: dict[str, Any]) -> dict[str, Any]:
+    """Form data for an API call: what the body gives, then for a policy
+    parameter left out the chosen policy's own default (exp's gamma is not
+    step's), then the page's initial values."""
+    given = from_json(body)
+    chosen = policies.DEFAULTS.get(given.get("lr_policy"), {})
+    missing = {key: _listed(value) for key, value in chosen.items() if key not in given}
+    return {**defaults(form_class), **missing, **given}
+
+
+def _listed(value: Any) -> Any:
+    return ", ".join(str(v) for v in value) if isinstance(value, list | tuple) else value
+
+
+def from_json(body: dict[str, Any]) -> dict[str, Any]:
+    """Form data from an API body, which may also give values as the params
+    store them: ``network``, ``pretrained``, ``lr_policy`` and ``early_stopping``
+    as objects, lists of learning rates, batch sizes, milestones and GPU ids,
+    and the batch schedule as pairs."""
+    data = dict(body)
+    network = data.pop("network", None)
+    if isinstance(network, dict):
+        source = network.get("source")
+        data["network_source"] = source
+        if source == "standard":
+            data["standard_network"] = network.get("name")
+        elif source in ("layers", "python"):
+            text = network.get("text")
+            data[f"{source}_text"] = text if isinstance(text, str) or text is None else json.dumps(text)
+    elif network is not None:
+        data["network_source"] = network
+    pretrained = data.pop("pretrained", None)
+    if isinstance(pretrained, dict):
+        data["network_source"] = "previous"
+        data["previous_job"] = pretrained.get("job")
+        path = str(pretrained.get("file") or pretrained.get("path") or "")
+        data["previous_snapshot"] = _relative_snapshot(path, pretrained.get("job"))
+        data["pretrained_mode"] = pretrained.get("mode") or "finetune"
+    policy = data.get("lr_policy")
+    if isinstance(policy, dict):
+        data["lr_policy"] = policy.get("name")
+        data.update({k: v for k, v in policy.items() if k in policies.PARAM_DEFAULTS})
+    early = data.get("early_stopping")
+    if isinstance(early, dict):
+        data["early_stopping"] = early.get("metric")
+        data["patience"] = early.get("patience", data.get("patience"))
+    elif early is None and "early_stopping" in data:
+        data["early_stopping"] = "none"
+    if isinstance(data.get("batch_schedule"), list):
+        data["batch_schedule"] = ", ".join(f"{pair[0]}:{pair[1]}" if isinstance(pair, list | tuple) and len(pair) == 2
+                                           else str(pair) for pair in data["batch_schedule"])
+    for key in ("lr", "batch_size", "milestones_percent", "gpu_ids"):
+        if key in data:
+            data[key] = _listed(data[key])
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def _relative_snapshot(path: str, job_id: Any) -> str:
+    """A snapshot named by its path in the job's folder or in full."""
+    job = Job.objects.filter(pk=job_id).first() if isinstance(job_id, int) else None
+    if job is not None and Path(path).is_absolute():
+        try:
+            return str(Path(path).relative_to(job.folder))
+        except ValueError:
+            return path
+    return path

@@ -1,0 +1,221 @@
+// New model form: show the fields that apply (network source, the policy's
+// parameters, momentum, GPUs, patience), describe the chosen standard network,
+// copy it into an editor (Customize), list a network's layers (Visualize), and
+// draw the learning rate curve as the fields change.
+import { api } from "../js/live.js";
+import { el } from "../js/format.js";
+
+const form = document.getElementById("new-model");
+const page = JSON.parse(document.getElementById("model-page-data").textContent);
+const field = (name) => form.elements[name];
+const row = (name) => form.querySelector(`p[data-field="${name}"]`);
+
+function showRow(name, shown) {
+  const p = row(name);
+  if (p) p.hidden = !shown;
+}
+
+// Network source tabs.
+function networkSource() {
+  return form.querySelector("input[name=network_source]:checked")?.value || "standard";
+}
+function showNetwork() {
+  for (const block of form.querySelectorAll("[data-network]")) block.hidden = block.dataset.network !== networkSource();
+}
+for (const radio of form.querySelectorAll("input[name=network_source]")) radio.addEventListener("change", showNetwork);
+
+function chooseSource(source) {
+  document.getElementById(`id_network_source_${source}`).checked = true;
+  showNetwork();
+}
+
+// The chosen standard network: its label, intended input size and paper.
+function showNetworkInfo() {
+  const info = page.networks[field("standard_network").value];
+  const box = document.getElementById("network-info");
+  if (!info) { box.replaceChildren(); return; }
+  const [h, w] = info.input_size;
+  box.replaceChildren(el("p", {}, el("strong", {}, info.label), ` · designed for ${w}×${h} images · `,
+    el("a", { href: info.paper_url, target: "_blank", rel: "noopener" }, "paper"), el("br"), info.summary));
+}
+field("standard_network").addEventListener("change", showNetworkInfo);
+
+const networkError = document.getElementById("network-error");
+function showNetworkError(message) {
+  networkError.textContent = message;
+  networkError.hidden = !message;
+}
+
+document.getElementById("customize").addEventListener("click", async () => {
+  const name = field("standard_network").value;
+  try {
+    const copy = await api("GET", `/models/customize?name=${encodeURIComponent(name)}`);
+    if (copy.source === "python" && !page.may_run_code) {
+      showNetworkError(`${page.networks[name].label} is written in Python here, and only users allowed to run code may use Python networks.`);
+      return;
+    }
+    const editor = field(`${copy.source}_text`);
+    if (editor.value.trim() && editor.value !== copy.text && !confirm("Replace what the editor holds?")) return;
+    editor.value = copy.text;
+    showNetworkError("");
+    chooseSource(copy.source);
+    editor.focus();
+  } catch (e) {
+    showNetworkError(e.message);
+  }
+});
+
+// Previous network: the chosen model's snapshots.
+const previousJob = field("previous_job");
+const previousSnapshot = field("previous_snapshot");
+function previousModel() {
+  return page.previous.find((p) => String(p.id) === previousJob?.value);
+}
+function showSnapshots() {
+  const chosen = previousModel();
+  const keep = previousSnapshot.value;
+  const files = chosen ? chosen.snapshots : [];
+  previousSnapshot.replaceChildren(...files.map((f) => el("option", { value: f }, f.replace(/^checkpoints\//, ""))));
+  if (files.includes(keep)) previousSnapshot.value = keep;
+  else if (files.length) previousSnapshot.value = files.includes("checkpoints/best.pt") ? "checkpoints/best.pt" : files[files.length - 1];
+}
+if (previousJob) previousJob.addEventListener("change", showSnapshots);
+
+// Visualize: the layer table of the network as it would be built.
+function networkSpec() {
+  const source = networkSource();
+  if (source === "standard") return { source, name: field("standard_network").value };
+  if (source === "layers" || source === "python") return { source, text: field(`${source}_text`).value };
+  const chosen = previousModel();
+  if (!chosen) throw new Error("Choose a previous model first.");
+  return chosen.network;
+}
+
+function number(n) {
+  return Number(n).toLocaleString();
+}
+
+function layerTable(answer) {
+  const { summary } = answer;
+  const [c, h, w] = answer.input;
+  const table = el("table", { class: "grid compact", id: "layers" },
+    el("thead", {}, el("tr", {}, el("th", {}, "Layer"), el("th", {}, "Type"), el("th", {}, "Output shape"),
+      el("th", { class: "number" }, "Parameters"))),
+    el("tbody", {}, summary.layers.map((layer) => el("tr", {},
+      el("td", {}, el("code", {}, layer.name)), el("td", {}, layer.type), el("td", {}, `${layer.output_shape.join("×")}`),
+      el("td", { class: "number" }, number(layer.params))))));
+  const flops = summary.flops_per_image ? ` · ${(summary.flops_per_image / 1e6).toFixed(1)} MFLOPs per image` : "";
+  return [el("p", { id: "network-totals" }, `Input ${c}×${h}×${w}, ${answer.classes} classes · `,
+    el("strong", {}, `${number(summary.params)} parameters`), ` (${number(summary.trainable)} trainable)${flops}`), table];
+}
+
+const visualizeButton = document.getElementById("visualize");
+visualizeButton.addEventListener("click", async () => {
+  const holder = document.getElementById("network-table");
+  holder.replaceChildren();
+  showNetworkError("");
+  const crop = parseInt(field("crop").value, 10);
+  visualizeButton.disabled = true;
+  visualizeButton.textContent = "Building…";
+  try {
+    const answer = await api("POST", "/models/visualize", {
+      network: networkSpec(), dataset: parseInt(field("dataset").value, 10) || null, crop: Number.isNaN(crop) ? null : crop,
+    });
+    holder.replaceChildren(...layerTable(answer));
+  } catch (e) {
+    showNetworkError(e.message);
+  } finally {
+    visualizeButton.disabled = false;
+    visualizeButton.textContent = "Visualize";
+  }
+});
+
+// Fields that only some choices use.
+function showSolver() {
+  showRow("momentum", page.momentum.includes(field("solver").value));
+}
+function showPolicy() {
+  const used = page.policies[field("lr_policy").value] || [];
+  for (const name of ["step_percent", "gamma", "milestones_percent", "power", "warmup_percent"]) showRow(name, used.includes(name));
+}
+function showDevices() {
+  const gpu = field("device").value === "gpu";
+  showRow("gpu_count", gpu);
+  showRow("gpu_ids", gpu);
+  showRow("scale_lr", gpu);
+}
+function showPatience() {
+  showRow("patience", field("early_stopping").value !== "none");
+}
+field("solver").addEventListener("change", showSolver);
+field("lr_policy").addEventListener("change", () => {
+  // Each policy starts from its own defaults (exp's gamma is per 1% of training, step's per step); the warmup stays.
+  for (const [name, value] of Object.entries(page.policy_defaults[field("lr_policy").value] || {})) {
+    if (name !== "warmup_percent") field(name).value = Array.isArray(value) ? value.join(", ") : value;
+  }
+  showPolicy();
+});
+field("device").addEventListener("change", showDevices);
+field("early_stopping").addEventListener("change", showPatience);
+
+// The learning rate preview and the effective rate on several GPUs.
+const PREVIEW_FIELDS = ["lr", "lr_policy", "step_percent", "gamma", "milestones_percent", "power", "warmup_percent", "epochs",
+  "batch_size", "batch_schedule", "dataset", "device", "gpu_count", "gpu_ids"];
+const lrError = document.getElementById("lr-error");
+let previewTimer = null;
+let previewSeq = 0;
+
+function rate(value) {
+  return String(Number(value.toPrecision(4)));
+}
+
+function effectiveLine(answer) {
+  const base = parseFloat(field("lr").value);
+  const n = answer.world_size;
+  const line = document.getElementById("effective-lr");
+  const effective = `Effective learning rate: ${rate(answer.effective_lr)}`;
+  if (n <= 1) line.textContent = effective;
+  else if (field("scale_lr").checked) line.textContent = `${effective} (${rate(base)} × ${n} GPUs), warmup ≥${answer.warmup_percent}%`;
+  else line.textContent = `${effective} (not scaled for ${n} GPUs)`;
+}
+
+async function preview() {
+  const body = Object.fromEntries(PREVIEW_FIELDS.map((name) => [name, field(name).value]));
+  body.scale_lr = field("scale_lr").checked;
+  const seq = ++previewSeq;
+  try {
+    const answer = await api("POST", "/models/lr-preview", body);
+    if (seq !== previewSeq) return;
+    lrError.hidden = true;
+    window.Plotly.react("lr-chart", [{
+      x: answer.points.map((p) => p[0]), y: answer.points.map((p) => p[1]), mode: "lines", name: "learning rate",
+      line: { color: "#2f6fdb" },
+    }], {
+      height: 260, margin: { t: 12, r: 12, b: 40, l: 64 }, showlegend: false,
+      xaxis: { title: { text: `step (of ${number(answer.total_steps)})` } }, yaxis: { title: { text: "learning rate" }, exponentformat: "e" },
+    }, { displaylogo: false, responsive: true });
+    document.getElementById("lr-description").textContent = answer.description;
+    effectiveLine(answer);
+  } catch (e) {
+    if (seq !== previewSeq) return;
+    lrError.textContent = e.message;
+    lrError.hidden = false;
+  }
+}
+function schedulePreview() {
+  clearTimeout(previewTimer);
+  previewTimer = setTimeout(preview, 250);
+}
+for (const name of [...PREVIEW_FIELDS, "scale_lr"]) {
+  field(name).addEventListener("input", schedulePreview);
+  field(name).addEventListener("change", schedulePreview);
+}
+
+showNetwork();
+showNetworkInfo();
+if (previousJob) showSnapshots();
+showSolver();
+showPolicy();
+showDevices();
+showPatience();
+preview();

@@ -1,0 +1,88 @@
+"""The baseline of ``bench/train_overhead.py``: the same network on the same
+packed dataset for the same epochs, as a plain PyTorch loop a person would
+write by hand (whole dataset as one tensor on the device, a random
+permutation per epoch, validation after every epoch, test at the end).
+
+    python bench/plain_train.py DATASET_DIR NETWORK EPOCHS BATCH LR PRECISION
+
+Prints one JSON line: training seconds, images per second, final accuracy.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from contextlib import nullcontext
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from trainer.networks import build  # noqa: E402  the same network, built the same way
+
+
+def load(folder: Path, split: str, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    images = torch.from_numpy(np.load(folder / f"{split}-images.npy")).to(device)
+    labels = torch.from_numpy(np.load(folder / f"{split}-labels.npy")).long().to(device)
+    return images, labels
+
+
+def main(folder: str, network: str, epochs: str, batch: str, lr: str, precision: str) -> None:
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    torch.backends.cudnn.benchmark = True
+    folder_path = Path(folder)
+    manifest = json.loads((folder_path / "manifest.json").read_text())
+    height, width, channels = manifest["image_shape"]
+    train_x, train_y = load(folder_path, "train", device)
+    val_x, val_y = load(folder_path, "val", device)
+    mean = torch.from_numpy(np.load(folder_path / "mean.npy")).to(device).permute(2, 0, 1)
+
+    def prepare(pixels: torch.Tensor) -> torch.Tensor:
+        return (pixels.permute(0, 3, 1, 2).float() - mean) / 255
+
+    torch.manual_seed(0)
+    model = build({"source": "standard", "name": network}, channels, len(manifest["classes"]), height, width).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=float(lr), momentum=0.9, nesterov=True, weight_decay=1e-4)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    autocast = torch.autocast(device.type, dtype=dtype) if dtype else nullcontext()
+    batch_size, epochs_count = int(batch), int(epochs)
+    steps_per_epoch = len(train_x) // batch_size
+    total_steps = epochs_count * steps_per_epoch
+    step = 0
+    train_seconds = 0.0
+    accuracy = 0.0
+    for _ in range(epochs_count):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        order = torch.randperm(len(train_x), device=device)
+        model.train()
+        for i in range(steps_per_epoch):
+            for group in optimizer.param_groups:
+                group["lr"] = float(lr) * 0.5 * (1 + np.cos(np.pi * step / total_steps))
+            index = order[i * batch_size:(i + 1) * batch_size]
+            with autocast:
+                loss = F.cross_entropy(model(prepare(train_x[index])), train_y[index])
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        train_seconds += time.perf_counter() - start
+        model.eval()
+        correct = 0
+        with torch.no_grad(), autocast:
+            for i in range(0, len(val_x), batch_size):
+                correct += (model(prepare(val_x[i:i + batch_size])).argmax(1) == val_y[i:i + batch_size]).sum().item()
+        accuracy = correct / len(val_x)
+    images = total_steps * batch_size
+    print(json.dumps({"train_seconds": train_seconds, "images_per_s": images / train_seconds, "val_top1": accuracy}))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:7])

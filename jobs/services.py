@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from . import kinds
+from . import bus, kinds
 from .models import ACTIVE, PENDING, Job, JobTransition, Status
 from .queue import enqueue
 
@@ -52,6 +52,7 @@ def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources:
 def _announce_and_enqueue(job: Job) -> None:
     from .events import publish
 
+    bus.forget(job.pk)
     publish(job, "status", {"status": Status.QUEUED, "message": "Submitted", "progress": 0.0})
     enqueue(job)
 
@@ -115,7 +116,9 @@ def delete(job: Job, user: User) -> None:
     if users.exists():
         names = ", ".join(f"“{u.name}” (#{u.pk})" for u in users[:5])
         raise ActionError(f"This dataset is used by {users.count()} model(s): {names}. Delete them first.")
+    job_id = job.pk
     job.delete_with_folder()
+    bus.forget(job_id)
 
 
 def update(job: Job, user: User, changes: dict[str, str]) -> Job:

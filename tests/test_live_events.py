@@ -82,3 +82,20 @@ def test_streams_need_a_signed_in_user_and_an_existing_job(alice, web, auth):
     assert httpx.get(f"{web.url}/api/events", timeout=5).status_code == 401
     assert httpx.get(f"{web.url}/jobs/1/events", timeout=5).status_code == 401
     assert httpx.get(f"{web.url}/api/jobs/999999/events", headers=auth, timeout=5).status_code == 404
+
+
+def test_a_new_job_goes_live_where_a_stream_was_left_under_its_id(alice, transactional_db):
+    """A database made anew while Redis kept its streams hands ids out again;
+    the stream left under an id must not swallow the new job's events."""
+    from jobs import bus
+
+    first = submit_sleep(alice)
+    reused = first.pk + 1
+    leftover = {"seq": 500, "t": 0.0, "kind": "progress", "data": {"progress": 0.5}}
+    bus.client().xadd(bus.job_stream(reused), bus.encode(leftover, reused))
+
+    job = submit_sleep(alice)
+    assert job.pk == reused
+    publish(job, "progress", {"progress": 0.25})
+    entries = bus.client().xrange(bus.job_stream(job.pk))
+    assert [bus.decode(fields)[1]["seq"] for _, fields in entries] == [1, 2]

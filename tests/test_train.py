@@ -232,8 +232,16 @@ def test_a_profile_request_records_the_top_operators(tmp_path, bars):
     folder = tmp_path / "run"
     folder.mkdir()
     (folder / "profile.request").touch()
-    run_here(tmp_path, bars, epochs=1)
+    run_here(tmp_path, bars, epochs=2)
     profile = of_kind(folder, "profile")[-1]
+    assert profile["steps"] == 5
     assert profile["top"] and {"name", "calls", "self_cpu_ms"} <= set(profile["top"][0])
     assert (folder / profile["file"]).stat().st_size > 0
     assert not (folder / "profile.request").exists()
+
+
+def test_running_out_of_gpu_memory_suggests_a_smaller_batch():
+    from trainer.train import _describe_failure
+
+    message = _describe_failure(torch.OutOfMemoryError("CUDA out of memory"), {"batch_size": 512})
+    assert "batch size of 512" in message and "try a smaller batch size" in message

@@ -195,8 +195,11 @@ class Profile:
     def step_done(self) -> dict[str, Any] | None:
         """Count a profiled step; after the last one, stop and return the report."""
         self.steps_left -= 1
-        if self.steps_left > 0:
-            return None
+        return self.stop() if self.steps_left <= 0 else None
+
+    def stop(self) -> dict[str, Any]:
+        """End the profile (early when training ends first) and report it."""
+        steps = PROFILE_STEPS - max(self.steps_left, 0)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)  # host-device sync: the profile's end
         profiler, self.profiler = self.profiler, None
@@ -205,7 +208,7 @@ class Profile:
         (self.job_dir / "profile").mkdir(exist_ok=True)
         profiler.export_chrome_trace(str(self.job_dir / relative))
         (self.job_dir / self.REQUEST).unlink(missing_ok=True)
-        return {"file": relative, "steps": PROFILE_STEPS, "top": _top_operators(profiler)}
+        return {"file": relative, "steps": steps, "top": _top_operators(profiler)}
 
 
 def _top_operators(profiler: torch.profiler.profile) -> list[dict[str, Any]]:

@@ -71,6 +71,7 @@ class Run:
         self.device = place.device
         self.stop_requested = False
         self.last_train_loss: float | None = None
+        self.last_hardware = 0.0
         self.images_trained = 0
         self.train_seconds = 0.0
         self.progress = Progress(next_val=config["val_interval"], next_snapshot=config["snapshot_interval"])
@@ -254,6 +255,8 @@ class Run:
             stopped_early = self.train_one_epoch()
             if stopped_early:
                 break
+        if self.profile.active:
+            self.emit("profile", self.profile.stop())
         if self.stop_requested:
             self.save(checkpoint.LAST)
             self.log("stopped: checkpoint saved for resuming")
@@ -271,7 +274,6 @@ class Run:
         self.net.train()
         loss_sum = torch.zeros((), device=self.device)  # summed on the device, read at reporting points
         reported_step, report_time, wait_start = p.step, time.perf_counter(), batches.data_wait_seconds
-        last_hardware = 0.0
         for x, y in batches:
             p.batch += 1
             p.step += 1
@@ -280,8 +282,6 @@ class Run:
             if update:
                 lr_policy_lr = lr_policy.lr_at(self.policy, self.base_lr, p.step, self.total_steps)
                 solvers.set_lr(self.optimizer, lr_policy_lr)
-            if self.profile.requested() and not self.profile.active and self.place.is_main:
-                self.profile.start(p.step)
             loss_sum += self.step(x, y, accumulation, update, collect=epoch_now >= p.next_val - 1e-9)
             if self.profile.active and (report := self.profile.step_done()):
                 self.emit("profile", report)
@@ -294,9 +294,8 @@ class Run:
                 if not math.isfinite(loss):
                     raise TrainingError(f"The training loss became {loss} at epoch {epoch_now:.2f}: "
                                         "try a lower learning rate.")
-                if now - last_hardware >= HARDWARE_SECONDS and self.place.is_main:
-                    self.emit("hardware", self.hardware.read())
-                    last_hardware = now
+                if self.place.is_main:
+                    self.report_host(now)
             validating, snapshotting = epoch_now >= p.next_val - 1e-9, epoch_now >= p.next_snapshot - 1e-9
             if validating and self.validate(epoch_now):
                 return True
@@ -306,7 +305,7 @@ class Run:
             if validating or snapshotting:
                 # not training time: the next report's interval starts after them
                 report_time, wait_start = time.perf_counter(), batches.data_wait_seconds
-            if self._should_stop(p.batch):
+            if update and self._should_stop(p.batch):  # never between accumulated batches
                 return False
         p.epoch += 1
         p.batch = 0
@@ -326,6 +325,15 @@ class Run:
                 self.layer_report = telemetry.layer_statistics(self.model)
             self.optimizer.zero_grad(set_to_none=True)
         return loss.detach().float()
+
+    def report_host(self, now: float) -> None:
+        """Hardware readings every few seconds; start a profile when the web
+        app asked for one (checked here, not at every step)."""
+        if now - self.last_hardware >= HARDWARE_SECONDS:
+            self.emit("hardware", self.hardware.read())
+            self.last_hardware = now
+        if not self.profile.active and self.profile.requested():
+            self.profile.start(self.progress.step)
 
     def _should_stop(self, batch: int) -> bool:
         """An abort asks every process to stop at the same batch."""
@@ -362,19 +370,21 @@ class Run:
         batches = self.eval_batches.get(split)
         if batches is None:
             return None
-        self.net.eval()
+        # The plain module, not DDP: its forward may broadcast buffers, a
+        # collective that ranks with uneven evaluation shards would not all join.
+        self.model.eval()
         sums = torch.zeros(4, device=self.device)  # loss sum, top-1, top-5, count
         batches.set_epoch(0)
         for x, y in batches:
             with self.autocast:
-                logits = self.net(x)
+                logits = self.model(x)
             sums[0] += F.cross_entropy(logits.float(), y, reduction="sum")
             top = logits.topk(min(5, logits.shape[1]), dim=1).indices
             hits = top == y[:, None]
             sums[1] += hits[:, 0].sum()
             sums[2] += hits.any(dim=1).sum()
             sums[3] += y.numel()
-        self.net.train()
+        self.model.train()
         loss, top1, top5, count = self.place.all_reduce_sum(sums).tolist()  # host-device sync: end of evaluation
         count = max(count, 1.0)
         return {"loss": loss / count, "top1": top1 / count, "top5": top5 / count}

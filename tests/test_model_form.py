@@ -160,7 +160,8 @@ def test_the_api_takes_the_params_own_shapes(alice, digits):
     ({"lr_policy": "step", "step_percent": 0}, "lr_policy", "Step size (% of training) must be more than 0"),
     ({"lr_policy": "multistep", "milestones_percent": "75, 50"}, "lr_policy", "increasing order"),
     ({"crop": 32}, "crop", "must fit in the dataset's 28×28 images"),
-    ({"pretrained": {"job": 999, "file": "checkpoints/best.pt"}}, "previous_job", "Choose a finished or aborted model"),
+    ({"pretrained": {"job": 999, "file": "checkpoints/best.pt"}}, "network_source",
+     "No finished or aborted model has saved a snapshot yet"),
 ])
 def test_invalid_fields_are_400_with_the_reason(alice, digits, fields, field, message):
     response = create(signed_in(alice), name="bad", dataset=digits.pk, **fields)
@@ -222,6 +223,19 @@ def test_the_page_redirects_to_the_job_or_the_sweeps_group(alice, digits):
                                                          python_text=LINEAR))
     assert response.status_code == 400
     assert "Only users allowed to run code" in response.content.decode()
+
+
+def test_without_earlier_models_the_page_posts_no_previous_network_fields(alice, digits):
+    client = signed_in(alice)
+    page = client.get("/models/new/").content.decode()
+    assert 'name="pretrained_mode"' not in page and "No finished or aborted model has saved a snapshot yet" in page
+    shown = {k: v for k, v in page_fields(name="first", dataset=digits.pk).items()
+             if k not in ("previous_job", "previous_snapshot", "pretrained_mode")}
+    response = client.post("/models/new/", shown)
+    assert response.status_code == 302, errors(response) if response.status_code == 400 else response
+    response = client.post("/models/new/", {**shown, "name": "second", "network_source": "previous"})
+    assert response.status_code == 400
+    assert "No finished or aborted model has saved a snapshot yet; choose another network." in response.content.decode()
 
 
 def test_the_lr_preview_matches_the_policys_curve(alice, digits):

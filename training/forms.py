@@ -289,7 +289,8 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
                                   widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false"}))
     previous_job = forms.IntegerField(required=False, widget=forms.Select, label="Previous model")
     previous_snapshot = forms.CharField(required=False, widget=forms.Select, label="Snapshot")
-    pretrained_mode = forms.ChoiceField(choices=PRETRAINED_MODES, initial="finetune", label="Mode")
+    # Not required: the page shows these fields only when there is an earlier model.
+    pretrained_mode = forms.ChoiceField(choices=PRETRAINED_MODES, initial="finetune", label="Mode", required=False)
 
     def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -365,7 +366,11 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
         return False
 
     def _clean_previous(self, data: dict[str, Any]) -> None:
+        if not self.previous:
+            self.add_error("network_source", "No finished or aborted model has saved a snapshot yet; choose another network.")
+            return
         job_id = data.get("previous_job")
+        mode = data.get("pretrained_mode") or "finetune"
         chosen = next((p for p in self.previous if p["id"] == job_id), None)
         if chosen is None:
             self.add_error("previous_job", "Choose a finished or aborted model that saved snapshots.")
@@ -376,7 +381,7 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
         if chosen["network"].get("source") == "python" and self._refuse_code("previous_job"):
             return
         earlier = Job.objects.get(pk=job_id)
-        if data.get("pretrained_mode") == "continue" and self.dataset_info:
+        if mode == "continue" and self.dataset_info:
             earlier_data = Job.objects.filter(pk=earlier.params.get("dataset"), kind="dataset").first()
             earlier_info = store.manifest(earlier_data) if earlier_data else None
             here, there = len(self.dataset_info["classes"]), len(earlier_info["classes"]) if earlier_info else None
@@ -386,7 +391,7 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
                 return
         self.network = dict(chosen["network"])
         self.pretrained = {"job": earlier.pk, "path": str(earlier.folder / data["previous_snapshot"]),
-                           "mode": data["pretrained_mode"]}
+                           "mode": mode}
 
     def params(self) -> dict[str, Any]:
         """The params of the first job of the submission (see the contract in

@@ -41,9 +41,10 @@ def plain_run(dataset: Path, args: argparse.Namespace) -> tuple[dict, float]:
 def params(dataset: Path, args: argparse.Namespace, **overrides) -> dict:
     from tests.trainfiles import train_config
 
-    return train_config(dataset, network={"source": "standard", "name": args.network}, epochs=args.epochs,
-                        batch_size=args.batch, lr=args.lr, precision=args.precision, seed=0,
-                        lr_policy={"name": "cosine"}, solver="nesterov", **overrides)
+    chosen = {"network": {"source": "standard", "name": args.network}, "epochs": args.epochs, "batch_size": args.batch,
+              "lr": args.lr, "precision": args.precision, "seed": 0, "lr_policy": {"name": "cosine"},
+              "solver": "nesterov"}
+    return train_config(dataset, **{**chosen, **overrides})
 
 
 def app_run(stack: Stack, owner, dataset: Path, args: argparse.Namespace) -> tuple[dict, float]:
@@ -75,8 +76,10 @@ def ddp_run(dataset: Path, args: argparse.Namespace, processes: int) -> dict:
     if not args.gpu:
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // processes))
     launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 else []
-    subprocess.run([sys.executable, *launcher, "-m", "trainer.train", "config.json"], cwd=folder, env=env, check=True,
-                   capture_output=True)
+    done = subprocess.run([sys.executable, *launcher, "-m", "trainer.train", "config.json"], cwd=folder, env=env,
+                          capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"the trainer with {processes} process(es) failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
     return next(e["data"] for e in reversed(events.read_all(folder)) if e["kind"] == "result")
 
 

@@ -6,54 +6,21 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from trainer import gpus as nvml
+
 log = logging.getLogger(__name__)
-
-try:
-    import pynvml
-except ImportError:  # nvidia-ml-py is in requirements; this guards odd installs
-    pynvml = None
-
-
-def _nvml_ready() -> bool:
-    if pynvml is None:
-        return False
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
-        return False
-    return True
 
 
 def _gpu(index: int) -> dict[str, Any]:
-    handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-    memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
-    info: dict[str, Any] = {
-        "id": f"gpu{index}",
-        "kind": "gpu",
-        "index": index,
-        "name": pynvml.nvmlDeviceGetName(handle),
-        "memory_used": int(memory.used),
-        "memory_total": int(memory.total),
-    }
-    readings = {
-        "utilization": lambda: pynvml.nvmlDeviceGetUtilizationRates(handle).gpu,
-        "temperature": lambda: pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
-        "power_watts": lambda: pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
-    }
-    for name, read in readings.items():
-        try:
-            info[name] = read()
-        except pynvml.NVMLError:  # not every board reports every sensor
-            info[name] = None
-    return info
+    return {"id": f"gpu{index}", "kind": "gpu", **nvml.reading(index)}
 
 
 def gpus() -> list[dict[str, Any]]:
-    if not _nvml_ready():
+    if not nvml.nvml_ready():
         return []
     try:
-        return [_gpu(i) for i in range(pynvml.nvmlDeviceGetCount())]
-    except pynvml.NVMLError as exc:
+        return [_gpu(i) for i in range(nvml.count())]
+    except nvml.pynvml.NVMLError as exc:
         log.warning("NVML could not read the GPUs: %s", exc)
         return []
 

@@ -17,10 +17,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-try:
-    import pynvml
-except ImportError:  # nvidia-ml-py is in requirements; this guards odd installs
-    pynvml = None
+from . import gpus as nvml
 
 HISTOGRAM_BINS = 30
 MAX_LAYERS = 64
@@ -55,13 +52,7 @@ class Hardware:
 
     def __init__(self, gpu_indices: list[int]) -> None:
         self.gpu_indices = gpu_indices
-        self.nvml = False
-        if pynvml is not None and gpu_indices:
-            try:
-                pynvml.nvmlInit()
-                self.nvml = True
-            except pynvml.NVMLError:
-                pass
+        self.nvml = bool(gpu_indices) and nvml.nvml_ready()
         self.last_cpu = self._cpu_seconds()
         self.last_time = time.monotonic()
 
@@ -78,28 +69,11 @@ class Hardware:
                     return int(line.split()[1]) * 1024
         return 0
 
-    def _gpu(self, index: int) -> dict[str, Any]:
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
-        reading: dict[str, Any] = {"index": index, "name": pynvml.nvmlDeviceGetName(handle),
-                                   "memory_used": int(memory.used), "memory_total": int(memory.total)}
-        sensors = {
-            "utilization": lambda: pynvml.nvmlDeviceGetUtilizationRates(handle).gpu,
-            "temperature": lambda: pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
-            "power_watts": lambda: pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
-        }
-        for key, read in sensors.items():
-            try:
-                reading[key] = read()
-            except pynvml.NVMLError:  # not every board reports every sensor
-                reading[key] = None
-        return reading
-
     def read(self) -> dict[str, Any]:
         now, cpu = time.monotonic(), self._cpu_seconds()
         cpu_percent = 100.0 * (cpu - self.last_cpu) / max(now - self.last_time, 1e-6)
         self.last_cpu, self.last_time = cpu, now
-        gpus = [self._gpu(i) for i in self.gpu_indices] if self.nvml else []
+        gpus = [nvml.reading(i) for i in self.gpu_indices] if self.nvml else []
         return {"gpus": gpus, "cpu_percent": round(cpu_percent, 1), "rss_bytes": self._rss_bytes(),
                 "threads": torch.get_num_threads()}
 

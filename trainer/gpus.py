@@ -1,0 +1,46 @@
+"""Readings of NVIDIA GPUs through NVML, for the worker's device list and
+the trainer's hardware panel. Imports neither torch nor Django."""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    import pynvml
+except ImportError:  # nvidia-ml-py is in requirements; this guards odd installs
+    pynvml = None
+
+
+def nvml_ready() -> bool:
+    """Whether NVML answers (a driver is there)."""
+    if pynvml is None:
+        return False
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return False
+    return True
+
+
+def count() -> int:
+    return pynvml.nvmlDeviceGetCount()
+
+
+def reading(index: int) -> dict[str, Any]:
+    """Name, memory, utilisation, temperature and power of GPU ``index``;
+    a sensor the board does not report reads None."""
+    handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+    memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+    info: dict[str, Any] = {"index": index, "name": pynvml.nvmlDeviceGetName(handle),
+                            "memory_used": int(memory.used), "memory_total": int(memory.total)}
+    sensors = {
+        "utilization": lambda: pynvml.nvmlDeviceGetUtilizationRates(handle).gpu,
+        "temperature": lambda: pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
+        "power_watts": lambda: pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+    }
+    for name, read in sensors.items():
+        try:
+            info[name] = read()
+        except pynvml.NVMLError:
+            info[name] = None
+    return info

@@ -178,6 +178,9 @@ CPU_SLOTS = env_int("CPU_SLOTS", 1, minimum=1)
 DATASET_ROOTS = [str(Path(p).expanduser().resolve()) for p in env_list("DATASET_ROOTS", [])] or [str(DATA_DIR / "imports")]
 # The largest archive a user may upload.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 20 * 1024**3, minimum=1024)
+# The largest request body anywhere else, and from anyone not signed in
+# (digitslike/bodylimit.py refuses a larger one before it is read).
+REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 10 * 1024**2, minimum=1024)
 # Uploads go to disk, never into memory, as they arrive.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "uploads")

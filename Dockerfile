@@ -24,4 +24,4 @@ RUN useradd --create-home --uid 1000 app && mkdir -p /data && chown app:app /dat
 USER app
 
 EXPOSE 8000
-CMD ["uvicorn", "digitslike.asgi:application", "--host", "0.0.0.0", "--port", "8000", "--timeout-graceful-shutdown", "2"]
+CMD ["uvicorn", "digitslike.asgi:application", "--host", "0.0.0.0", "--port", "8000", "--lifespan", "off", "--timeout-graceful-shutdown", "2"]

@@ -1,0 +1,41 @@
+"""Files served under ASGI without Django's sync-iterator warning.
+
+A ``FileResponse`` streams its file with a synchronous iterator, which
+Django's ASGI handler drains in a thread after warning "StreamingHttpResponse
+must consume synchronous iterators". Here the same file is read in a worker
+thread chunk by chunk and handed over as an asynchronous iterator, so a large
+download neither blocks the event loop nor warns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from django.http import FileResponse
+from whitenoise.middleware import WhiteNoiseMiddleware
+
+
+async def _chunks(handle: Any, size: int) -> AsyncIterator[bytes]:
+    try:
+        while chunk := await asyncio.to_thread(handle.read, size):
+            yield chunk
+    finally:
+        handle.close()
+
+
+def streamed_asynchronously(response: FileResponse) -> FileResponse:
+    """The response, its file now read through an asynchronous iterator."""
+    handle = getattr(response, "file_to_stream", None)
+    if handle is not None:
+        response.streaming_content = _chunks(handle, response.block_size)
+    return response
+
+
+class StaticFilesMiddleware(WhiteNoiseMiddleware):
+    """WhiteNoise, its files streamed asynchronously."""
+
+    @staticmethod
+    def serve(static_file: Any, request: Any) -> FileResponse:
+        return streamed_asynchronously(WhiteNoiseMiddleware.serve(static_file, request))

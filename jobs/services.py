@@ -84,8 +84,7 @@ def resume(job: Job, user: User) -> Job:
     job.refresh_from_db()
     resume_file = _resume_file(job)
     if not resume_file:
-        resuming = [kind.label.lower() for kind in kinds.all_kinds() if kind.resume_file]
-        raise ActionError(f"Only {' and '.join(resuming)} jobs can be resumed." if resuming else "No job can be resumed.")
+        raise ActionError(f"A {_label(job)} job cannot be resumed; clone it to run it again.")
     if job.status not in (Status.ABORTED, Status.FAILED):
         raise ActionError(f"The job is {job.get_status_display().lower()}; only an aborted or failed job can be resumed.")
     if not (job.folder / resume_file).is_file():

@@ -31,16 +31,23 @@ def _stream_position() -> str | None:
     return last[0][0].decode() if last else "0-0"
 
 
+def _tabs() -> list[dict]:
+    """One tab per registered category, in order, with the jobs of its kinds."""
+    return [{"id": category.name, "label": category.label, "group_link": category.group_link,
+             "jobs": [serialize.job_summary(job) for job in services.filtered_jobs({"category": category.name})]}
+            for category in kinds.categories()]
+
+
+def _new_pages() -> list[dict]:
+    return [{"label": f"New {kind.label.lower()}", "url": reverse(kind.new_page)}
+            for kind in kinds.all_kinds() if kind.new_page]
+
+
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    tabs = []
-    for category in kinds.categories():
-        rows = [serialize.job_summary(job) for job in services.filtered_jobs({"category": category.name})]
-        tabs.append({"id": category.name, "label": category.label, "group_link": category.group_link, "jobs": rows})
+    tabs = _tabs()
     active = request.GET.get("tab") or next((t["id"] for t in tabs if t["jobs"]), tabs[0]["id"] if tabs else "")
-    new_pages = [{"label": f"New {kind.label.lower()}", "url": reverse(kind.new_page)}
-                 for kind in kinds.all_kinds() if kind.new_page]
-    return render(request, "jobs/home.html", {"tabs": tabs, "active_tab": active, "new_pages": new_pages,
+    return render(request, "jobs/home.html", {"tabs": tabs, "active_tab": active, "new_pages": _new_pages(),
                                               "since": _stream_position()})
 
 

@@ -200,7 +200,7 @@ def test_resume_refuses_jobs_it_cannot_carry_on_and_other_users(alice, bob, staf
         assert refused.value.status == 409 and message in refused.value.message, what
         assert Job.objects.get(pk=job.pk).status == job.status
     check = Job.objects.create(kind="devicecheck", name="c", owner=alice, params={}, resources={}, status=Status.FAILED)
-    with pytest.raises(services.ActionError, match="Only model jobs can be resumed"):
+    with pytest.raises(services.ActionError, match="A device check job cannot be resumed"):
         services.resume(check, alice)
 
 

@@ -3,13 +3,13 @@ from pathlib import Path
 from django.apps import AppConfig
 from django.conf import settings
 
+from jobs.kinds import Category, JobKind, python_module, register, register_category
+
 
 class DatasetsConfig(AppConfig):
     name = "datasets"
 
     def ready(self) -> None:
-        from jobs.kinds import Category, JobKind, python_module, register, register_category
-
         from .store import models_using
         from .views import page_context
 

@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from jobs.kinds import Category, JobKind, register, register_category
+
 # What an aborted or failed run leaves and a new run of the same job carries
 # on from (the trainer's checkpoint.LAST in its checkpoints folder).
 RESUME_FILE = "checkpoints/last.pt"
@@ -9,8 +11,6 @@ class TrainingConfig(AppConfig):
     name = "training"
 
     def ready(self) -> None:
-        from jobs.kinds import Category, JobKind, register, register_category
-
         from .command import train_command
         from .monitor import page_context
         from .summary import summary_extra

@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "jobs",
     "datasets",
     "training",
+    "devicechecks",
 ]
 
 MIDDLEWARE = [

@@ -10,6 +10,7 @@ download neither blocks the event loop nor warns.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -34,7 +35,14 @@ def streamed_asynchronously(response: FileResponse) -> FileResponse:
 
 
 class StaticFilesMiddleware(WhiteNoiseMiddleware):
-    """WhiteNoise, its files streamed asynchronously."""
+    """WhiteNoise, its files streamed asynchronously. STATIC_ROOT exists only
+    where ``collectstatic`` ran (the Docker image); elsewhere the files are
+    found where they lie (WHITENOISE_USE_FINDERS), and its absence is no
+    reason to warn."""
+
+    def add_files(self, root: str, prefix: str = "") -> None:
+        if os.path.isdir(root):
+            super().add_files(root, prefix)
 
     @staticmethod
     def serve(static_file: Any, request: Any) -> FileResponse:

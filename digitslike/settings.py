@@ -4,6 +4,8 @@ from an environment variable, read through the typed helpers in ``env``."""
 import secrets
 from pathlib import Path
 
+from csp.constants import NONE, SELF, UNSAFE_INLINE
+
 from .env import (
     create_private_file,
     database_from_url,
@@ -79,9 +81,28 @@ MIDDLEWARE = [
     "accounts.middleware.TokenAuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out sign-in into its page.
     "axes.middleware.AxesMiddleware",
 ]
+
+# Content-Security-Policy (django-csp): scripts only from this site, and no
+# inline script anywhere (page data travels in json_script blocks, which are
+# not run). Plotly.js sets inline styles and draws images from data: URLs.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:", "blob:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 ROOT_URLCONF = "digitslike.urls"
 ASGI_APPLICATION = "digitslike.asgi.application"

@@ -32,9 +32,15 @@ def page(web, monkeypatch):
         page.set_default_timeout(30_000)
         errors = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
+        # A console error (a refused Content-Security-Policy, a 404) or a
+        # request that failed fails the test as well; a live stream cut off
+        # by leaving the page (ERR_ABORTED) is no failure.
+        page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+        page.on("requestfailed", lambda request: "ERR_ABORTED" not in (request.failure or "")
+                and errors.append(f"{request.method} {request.url}: {request.failure}"))
         yield page
         browser.close()
-        assert not errors, f"JavaScript errors: {errors}"
+        assert not errors, f"errors in the browser: {errors}"
 
 
 def sign_up(page, username):

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from . import checkpoint, events, lr_policy, solvers, telemetry
+from . import checkpoint, events, jobfiles, lr_policy, solvers, telemetry
 from .data import Augment, Batches, DatasetInfo, Normalizer, load_split
 from .distributed import Placement, setup
 from .networks import NetworkError, build, summary
@@ -182,7 +182,7 @@ class Run:
     # -- checkpoints ---------------------------------------------------------
 
     def _resuming(self) -> bool:
-        return (self.job_dir / checkpoint.FOLDER / checkpoint.LAST).exists()
+        return (self.job_dir / jobfiles.LAST_CHECKPOINT).exists()
 
     def state(self) -> dict[str, Any]:
         augment_states = self.place.gather(self.augment.state_dict())
@@ -202,13 +202,13 @@ class Run:
     def save(self, name: str, state: dict[str, Any] | None = None) -> str:
         """Write a checkpoint (every rank takes part in gathering, rank 0 writes)."""
         state = state or self.state()
-        relative = f"{checkpoint.FOLDER}/{name}"
+        relative = jobfiles.checkpoint(name)
         if self.place.is_main:
             checkpoint.save(self.job_dir / relative, state)
         return relative
 
     def resume(self) -> None:
-        state = checkpoint.load(self.job_dir / checkpoint.FOLDER / checkpoint.LAST)
+        state = checkpoint.load(self.job_dir / jobfiles.LAST_CHECKPOINT)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scaler.load_state_dict(state["scaler"])
@@ -247,7 +247,7 @@ class Run:
             self.emit("network", {"summary": self.summary, "input": [self.channels, *self.input_size],
                                   "classes": list(self.info.classes)})
             if self.place.is_main:
-                (self.job_dir / "network.json").write_text(json.dumps(self.summary))
+                (self.job_dir / jobfiles.NETWORK_SUMMARY).write_text(json.dumps(self.summary))
         self.log(f"training {config['network'].get('name') or config['network']['source']} on {self.device} "
                  f"({self.place.world_size} process(es)), {self.total_steps} steps, lr {self.base_lr:g}")
         stopped_early = False
@@ -258,7 +258,7 @@ class Run:
         if self.profile.active:
             self.emit("profile", self.profile.stop())
         if self.stop_requested:
-            self.save(checkpoint.LAST)
+            self.save(jobfiles.LAST)
             self.log("stopped: checkpoint saved for resuming")
             return {}
         return self.finish(stopped_early)
@@ -410,7 +410,7 @@ class Run:
         value = p.last_val[metric]
         improved = p.best is None or (value < p.best["value"] if metric == "val_loss" else value > p.best["value"])
         if improved:
-            file = self.save(checkpoint.BEST)
+            file = self.save(jobfiles.BEST)
             p.best = {"epoch": epoch, "step": p.step, "metric": metric, "value": value, "file": file}
             p.bad_validations = 0
             self.emit("best", dict(p.best))
@@ -427,16 +427,15 @@ class Run:
         filters = None
         weight = telemetry.first_conv_weight(self.model)
         if weight is not None and self.place.is_main:
-            filters = f"visuals/filters-{self.progress.step}.png"
+            filters = jobfiles.filters_image(self.progress.step)
             telemetry.filters_image(weight, self.job_dir / filters)
         self.emit("layers", {"step": self.progress.step, "epoch": epoch, "filters": filters, "layers": layers})
 
     def snapshot(self, epoch: float) -> None:
         p = self.progress
         state = self.state()
-        name = f"epoch-{epoch:g}.pt" if epoch == int(epoch) else f"epoch-{epoch:.2f}.pt"
-        file = self.save(name, state)
-        self.save(checkpoint.LAST, state)
+        file = self.save(jobfiles.snapshot_name(epoch), state)
+        self.save(jobfiles.LAST, state)
         best = bool(p.best and p.best["step"] == p.step)
         self.emit("snapshot", {"step": p.step, "epoch": epoch, "file": file, "best": best,
                                "metrics": {**p.last_val, "train_loss": self.last_train_loss}})
@@ -449,7 +448,7 @@ class Run:
             if metrics:
                 final.update({f"{split}_{k}": v for k, v in metrics.items()})
         epoch = self.epoch_float(p.epoch, p.batch) if p.epoch < len(self.epoch_batches) else float(p.epoch)
-        self.save(checkpoint.LAST)
+        self.save(jobfiles.LAST)
         if self.place.is_main:
             self.export()
         result = {"best": p.best, "final": final, "epochs": epoch, "train_seconds": self.train_seconds,
@@ -461,10 +460,10 @@ class Run:
     def export(self) -> None:
         """The trained model for download: weights, network spec, classes and
         the input it expects, readable with ``torch.load(weights_only=True)``."""
-        source = self.job_dir / checkpoint.FOLDER / (checkpoint.BEST if self.progress.best else checkpoint.LAST)
+        source = self.job_dir / (jobfiles.BEST_CHECKPOINT if self.progress.best else jobfiles.LAST_CHECKPOINT)
         weights = checkpoint.load(source)["model"]
         normalization = {"mean": self.config["mean"], "crop": self.config.get("crop")}
-        checkpoint.save(self.job_dir / "export" / "model.pt", {
+        checkpoint.save(self.job_dir / jobfiles.EXPORTED_MODEL, {
             "model": weights, "network": self.config["network"], "classes": list(self.info.classes),
             "input": [self.channels, *self.input_size], "normalization": normalization})
 

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from trainer import events as eventlog
+from trainer.linetail import LineTail
 
 # name -> (event kind, field of its data)
 SERIES: dict[str, tuple[str, str]] = {
@@ -252,10 +253,10 @@ def _seq(line: bytes) -> int:
 @dataclass
 class _Entry:
     run: Run
+    tail: LineTail
     inode: int
-    offset: int
-    size: int
-    mtime_ns: int
+    size: int = 0
+    mtime_ns: int = 0
 
 
 _cache: OrderedDict[str, _Entry] = OrderedDict()
@@ -282,20 +283,15 @@ def _load(path: Path) -> Run:
     if entry and (entry.size, entry.mtime_ns, entry.inode) == (stat.st_size, stat.st_mtime_ns, stat.st_ino):
         _cache.move_to_end(key)
         return entry.run
-    if entry is None or entry.inode != stat.st_ino or stat.st_size < entry.offset:
-        entry = _Entry(Run(), stat.st_ino, 0, 0, 0)
-    with open(path, "rb") as handle:
-        handle.seek(entry.offset)
-        block = handle.read()
-    complete = block.rfind(b"\n") + 1
-    for line in block[:complete].splitlines():
+    if entry is None or entry.inode != stat.st_ino or stat.st_size < entry.tail.offset:
+        entry = _Entry(Run(), LineTail(path), stat.st_ino)
+    for line in entry.tail.lines():
         if line:
             entry.run.read(line)
     entry.run.touched()
-    entry.offset += complete
     # A half-written last line: do not take this size as final, so the next
     # call reads the rest of the line.
-    entry.size, entry.mtime_ns = (stat.st_size, stat.st_mtime_ns) if complete == len(block) else (-1, -1)
+    entry.size, entry.mtime_ns = (-1, -1) if entry.tail.partial else (stat.st_size, stat.st_mtime_ns)
     _cache[key] = entry
     _cache.move_to_end(key)
     while len(_cache) > CACHED_RUNS:

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
+from . import steps
 from .augment import Augment, Positions, centre_crop, take
 from .datastore import SplitReader, decode
 
@@ -369,14 +370,10 @@ class Batches:
         return per_rank // self.batch_size * self.batch_size if self.drop_last else per_rank
 
     def __len__(self) -> int:
-        per_rank = self._per_rank()
-        return per_rank // self.batch_size if self.drop_last else -(-per_rank // self.batch_size)
+        return steps.batch_count(self._per_rank(), self.batch_size, self.drop_last)
 
     def _per_rank(self) -> int:
-        total = len(self.split)
-        if self.shuffle:
-            total -= total % self.world_size
-        return len(range(self.rank, total, self.world_size))
+        return steps.shard_size(len(self.split), self.rank, self.world_size, even=self.shuffle)
 
     def order(self) -> Tensor:
         """This rank's positions for the current epoch, in order (CPU int64)."""

@@ -25,6 +25,7 @@ from jobs.forms import DevicesField, JobFieldsForm
 from jobs.models import Job, Status
 from trainer import lr_policy as policies
 from trainer.networks.layerspec import NetworkError, validate_layers
+from trainer.steps import total_steps
 
 from . import catalog, sweeps
 
@@ -58,13 +59,6 @@ def world_size(resources: dict[str, Any]) -> int:
     if resources.get("device") != "gpu":
         return 1
     return len(resources["ids"]) if "ids" in resources else int(resources.get("count") or 1)
-
-
-def total_steps(train_count: int, batch_size: int, workers: int, epochs: int, schedule: list[list[int]]) -> int:
-    """The trainer's count of steps: per epoch, each process's equal share of
-    the training images in whole batches (a last partial batch is dropped)."""
-    per_rank = (train_count - train_count % workers) // workers
-    return sum(per_rank // policies.batch_size_at(schedule, batch_size, epoch) for epoch in range(epochs))
 
 
 def snapshots(job: Job) -> list[str]:

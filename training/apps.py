@@ -8,7 +8,7 @@ class TrainingConfig(AppConfig):
         from jobs.kinds import JobKind, register
 
         from .command import train_command
-        from .monitor import page_context
+        from .views import page_context
 
         register(JobKind("train", "Model", "models", train_command,
                          page_template="training/section.html", page_context=page_context))

@@ -2,6 +2,7 @@
 vocabulary, the step arithmetic and the growing-file reader, each in a
 module that loads neither torch nor Django."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,12 @@ def test_a_line_tail_returns_complete_lines_once(tmp_path):
         handle.write(b"ee\n")
     assert tail.lines() == [b"three"] and not tail.partial
     assert tail.lines() == []
+
+
+def test_the_web_process_with_every_route_loads_no_torch():
+    code = ("import sys, django; django.setup(); import digitslike.urls; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))")
+    root = Path(__file__).parents[1]
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "digitslike.settings"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root, env=env)
+    assert result.stdout.strip() == "[]"

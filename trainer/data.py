@@ -8,6 +8,10 @@ gather on the device, with augmentation as batched tensor operations
 (``trainer.augment``) and no per-image Python work nor host-device
 synchronisation. A split that does not fit is a ``StreamingSplit``: its
 batches are decoded ahead in ``DataLoader`` processes.
+
+Over 400 lines on purpose: splits, normalisation and ``Batches`` share one
+memory layout and device contract; reading the store is ``datastore``'s, the
+step arithmetic ``steps``' and augmentation ``augment``'s.
 """
 
 from __future__ import annotations

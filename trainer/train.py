@@ -12,6 +12,11 @@ read at reporting points only; each such read is marked as a host-device sync.
 A job folder that holds ``checkpoints/last.pt`` resumes from it: after an
 abort (the SIGTERM handler saves it at the next step boundary) or after the
 worker was lost (the last snapshot's copy).
+
+Over 400 lines on purpose: the set-up, the loop and its reporting are one
+``Run`` that reads top to bottom; the pieces that stand alone (data,
+augmentation, checkpoints, telemetry, the shared names and arithmetic) are
+already modules of their own.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from django.urls import reverse
 
 from jobs.models import Job, Status
 from trainer import lr_policy
-from training.forms import NewModelForm, defaults
+from training.forms import NewModelForm
+from training.jsondata import defaults
 
 LINEAR = ("def build(channels, classes, height, width):\n"
           "    return nn.Sequential(nn.Flatten(), nn.Linear(channels * height * width, classes))\n")

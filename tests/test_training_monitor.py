@@ -11,7 +11,9 @@ from django.test import Client
 from jobs import queue, services
 from jobs.bus import client as redis_client
 from jobs.models import Job, Status
+from trainer import eventkinds as kinds
 from trainer import events as eventlog
+from trainer import jobfiles
 
 PARAMS = {"dataset": 1, "network": {"source": "standard", "name": "lenet"}, "epochs": 5, "lr": 0.01,
           "batch_size": 64, "solver": "sgd"}
@@ -32,33 +34,30 @@ def signed_in(user) -> Client:
 
 def record_training(job: Job, steps: int = 200, val_every: int = 50) -> None:
     folder = job.folder
-    eventlog.append(folder, "network", {"summary": {"layers": [{"name": "conv1", "type": "Conv2d", "output_shape": [20, 24, 24],
-                                                                "params": 520}], "params": 520, "trainable": 520,
-                                                    "flops_per_image": 1000}, "input": [1, 28, 28], "classes": ["0", "1"]})
+    layer = {"name": "conv1", "type": "Conv2d", "output_shape": [20, 24, 24], "params": 520}
+    eventlog.append(folder, kinds.NETWORK, {"summary": {"layers": [layer], "params": 520, "trainable": 520,
+                                                        "flops_per_image": 1000}, "input": [1, 28, 28], "classes": ["0", "1"]})
     for step in range(1, steps + 1):
         epoch = step / 100
-        eventlog.append(folder, "train", {"step": step, "epoch": epoch, "loss": 2.0 / step, "lr": 0.01, "batch_size": 64,
-                                          "images_per_s": 1000.0, "data_wait": 0.1})
+        eventlog.append(folder, kinds.TRAIN, kinds.train(step, epoch, 2.0 / step, 0.01, 64, 1000.0, 0.1))
         if step % val_every == 0:
-            eventlog.append(folder, "val", {"step": step, "epoch": epoch, "loss": 1.0 / step, "top1": step / (steps + 1),
-                                            "top5": 0.99})
+            eventlog.append(folder, kinds.VAL, kinds.val(step, epoch, 1.0 / step, step / (steps + 1), 0.99))
             snapshot = f"checkpoints/epoch-{step // 100}-{step}.pt"
             (folder / "checkpoints").mkdir(exist_ok=True)
             (folder / snapshot).write_bytes(b"weights")
-            eventlog.append(folder, "snapshot", {"step": step, "epoch": epoch, "file": snapshot, "best": True,
-                                                 "metrics": {"val_loss": 1.0 / step, "val_top1": 0.5, "val_top5": 0.9,
-                                                             "train_loss": 2.0 / step}})
-            eventlog.append(folder, "best", {"epoch": epoch, "step": step, "metric": "val_top1", "value": 0.5,
+            eventlog.append(folder, kinds.SNAPSHOT, kinds.snapshot(step, epoch, snapshot, True, {
+                "val_loss": 1.0 / step, "val_top1": 0.5, "val_top5": 0.9, "train_loss": 2.0 / step}))
+            eventlog.append(folder, kinds.BEST, {"epoch": epoch, "step": step, "metric": "val_top1", "value": 0.5,
                                              "file": snapshot})
-    eventlog.append(folder, "progress", {"progress": 0.5, "epoch": 2.0, "loss": 0.01})
-    eventlog.append(folder, "hardware", {"gpus": [{"index": 0, "name": "H100", "utilization": 97, "memory_used": 2**30,
+    eventlog.append(folder, kinds.PROGRESS, {"progress": 0.5, "epoch": 2.0, "loss": 0.01})
+    eventlog.append(folder, kinds.HARDWARE, {"gpus": [{"index": 0, "name": "H100", "utilization": 97, "memory_used": 2**30,
                                                    "memory_total": 80 * 2**30, "temperature": 60, "power_watts": 300.0}],
                                          "cpu_percent": 105.0, "rss_bytes": 2**31, "threads": 8})
-    eventlog.append(folder, "perf", {"images_per_s": 1000.0, "data_wait": 0.1, "step_ms": 12.5, "flops_per_image": 1000,
+    eventlog.append(folder, kinds.PERF, {"images_per_s": 1000.0, "data_wait": 0.1, "step_ms": 12.5, "flops_per_image": 1000,
                                      "mfu": None, "device": "cpu"})
     (folder / "visuals").mkdir(exist_ok=True)
     (folder / "visuals" / "filters-200.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
-    eventlog.append(folder, "layers", {"step": steps, "epoch": steps / 100, "filters": "visuals/filters-200.png", "layers": [
+    eventlog.append(folder, kinds.LAYERS, {"step": steps, "epoch": steps / 100, "filters": "visuals/filters-200.png", "layers": [
         {"name": "conv1", "weight_norm": 1.5, "grad_norm": 0.01, "weight_hist": {"edges": [0, 1, 2], "counts": [3, 4]},
          "grad_hist": {"edges": [0, 1, 2], "counts": [1, 2]}}]})
 
@@ -123,7 +122,7 @@ def test_the_files_view_serves_run_files_only(alice, bob):
 
 def test_a_profile_request_creates_the_file_for_a_running_job_of_the_owner_or_staff(alice, bob, staff):
     job = train_job(alice)
-    request = job.folder / "profile.request"
+    request = job.folder / jobfiles.PROFILE_REQUEST
     refused = signed_in(bob).post(f"/api/jobs/{job.pk}/profile")
     assert refused.status_code == 403 and not request.exists()
     accepted = signed_in(alice).post(f"/api/jobs/{job.pk}/profile")
@@ -138,7 +137,7 @@ def test_a_profile_request_for_a_job_that_is_not_running_is_409(alice):
         job = train_job(alice, status=status, name=status)
         response = client.post(f"/api/jobs/{job.pk}/profile")
         assert response.status_code == 409 and "only a running training job" in response.json()["error"]
-        assert not (job.folder / "profile.request").exists()
+        assert not (job.folder / jobfiles.PROFILE_REQUEST).exists()
     assert client.post("/api/jobs/9999/profile").status_code == 404
 
 
@@ -147,7 +146,7 @@ def test_the_page_profile_button_posts_to_the_job(alice, bob):
     assert signed_in(bob).post(f"/jobs/{job.pk}/profile").status_code == 403
     response = signed_in(alice).post(f"/jobs/{job.pk}/profile")
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
-    assert (job.folder / "profile.request").exists()
+    assert (job.folder / jobfiles.PROFILE_REQUEST).exists()
 
 
 # ---- resuming -------------------------------------------------------------------------------

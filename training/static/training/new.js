@@ -49,7 +49,7 @@ function showNetworkError(message) {
 document.getElementById("customize").addEventListener("click", async () => {
   const name = field("standard_network").value;
   try {
-    const copy = await api("GET", `/models/customize?name=${encodeURIComponent(name)}`);
+    const copy = await api("GET", `${page.urls.customize}?name=${encodeURIComponent(name)}`);
     if (copy.source === "python" && !page.may_run_code) {
       showNetworkError(`${page.networks[name].label} is written in Python here, and only users allowed to run code may use Python networks.`);
       return;
@@ -75,9 +75,10 @@ function showSnapshots() {
   const chosen = previousModel();
   const keep = previousSnapshot.value;
   const files = chosen ? chosen.snapshots : [];
-  previousSnapshot.replaceChildren(...files.map((f) => el("option", { value: f }, f.replace(/^checkpoints\//, ""))));
+  const best = page.files.best_checkpoint;
+  previousSnapshot.replaceChildren(...files.map((f) => el("option", { value: f }, f.replace(`${page.files.checkpoints}/`, ""))));
   if (files.includes(keep)) previousSnapshot.value = keep;
-  else if (files.length) previousSnapshot.value = files.includes("checkpoints/best.pt") ? "checkpoints/best.pt" : files[files.length - 1];
+  else if (files.length) previousSnapshot.value = files.includes(best) ? best : files[files.length - 1];
 }
 if (previousJob) previousJob.addEventListener("change", showSnapshots);
 
@@ -118,7 +119,7 @@ visualizeButton.addEventListener("click", async () => {
   visualizeButton.disabled = true;
   visualizeButton.textContent = "Building…";
   try {
-    const answer = await api("POST", "/models/visualize", {
+    const answer = await api("POST", page.urls.visualize, {
       network: networkSpec(), dataset: parseInt(field("dataset").value, 10) || null, crop: Number.isNaN(crop) ? null : crop,
     });
     holder.replaceChildren(...layerTable(answer));
@@ -184,7 +185,7 @@ async function preview() {
   body.scale_lr = field("scale_lr").checked;
   const seq = ++previewSeq;
   try {
-    const answer = await api("POST", "/models/lr-preview", body);
+    const answer = await api("POST", page.urls.lr_preview, body);
     if (seq !== previewSeq) return;
     lrError.hidden = true;
     window.Plotly.react("lr-chart", [{

@@ -17,11 +17,10 @@ const HARDWARE_HISTORY = 120;
 const TERMINAL = ["done", "failed", "aborted"];
 const COLOURS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d"];
 
-// series name -> field of the event that carries it
-const FIELDS = {
-  train: { train_loss: "loss", lr: "lr", images_per_s: "images_per_s", data_wait: "data_wait" },
-  val: { val_loss: "loss", val_top1: "top1", val_top5: "top5" },
-};
+// The event vocabulary, from the page: the kinds, and per metric kind
+// series name -> field of the event that carries it.
+const KINDS = data.kinds;
+const FIELDS = data.series_fields;
 
 let through = data.through;
 
@@ -189,12 +188,11 @@ function showCharts() {
   for (const chart of charts) chart.draw();
 }
 
-on("train", (event) => { if (fresh(event)) addPoints("train", event.data); });
-on("val", (event) => { if (fresh(event)) addPoints("val", event.data); });
+for (const kind of Object.keys(FIELDS)) on(kind, (event) => { if (fresh(event)) addPoints(kind, event.data); });
 
 // The run restarted from a checkpoint taken at this step: what the
 // interrupted run reported after it is being reported again.
-on("resume", (event) => {
+on(KINDS.resume, (event) => {
   if (!fresh(event)) return;
   const step = event.data.step;
   for (const key of Object.keys(series)) series[key] = series[key].filter((p) => p[0] <= step);
@@ -235,12 +233,12 @@ function showSnapshots() {
   link.hidden = !model;
 }
 
-on("snapshot", (event) => {
+on(KINDS.snapshot, (event) => {
   if (!fresh(event)) return;
   data.snapshots.push({ ...event.data, exists: true });
   showSnapshots();
 });
-on("best", (event) => {
+on(KINDS.best, (event) => {
   if (!fresh(event)) return;
   data.best = event.data;
   showSnapshots();
@@ -275,7 +273,7 @@ function showResult() {
   ]);
 }
 
-on("result", (event) => {
+on(KINDS.result, (event) => {
   if (!fresh(event)) return;
   data.result = event.data;
   showResult();
@@ -340,12 +338,12 @@ if (profileForm) {
   });
 }
 
-on("perf", (event) => {
+on(KINDS.perf, (event) => {
   if (!fresh(event)) return;
   data.perf = event.data;
   showPerf();
 });
-on("profile", (event) => {
+on(KINDS.profile, (event) => {
   if (!fresh(event)) return;
   data.profile = event.data;
   profileWaiting(false);
@@ -393,7 +391,7 @@ function showHardware() {
     + (isNumber(latest.threads) ? ` · ${latest.threads} threads` : "") + (gpus.length ? "" : " · no GPU");
 }
 
-on("hardware", (event) => {
+on(KINDS.hardware, (event) => {
   if (!fresh(event)) return;
   const previous = data.hardware[data.hardware.length - 1];
   data.hardware.push({ t: event.t, ...event.data });
@@ -456,7 +454,7 @@ function showLayers() {
 }
 
 layerSelect.addEventListener("change", showHistograms);
-on("layers", (event) => {
+on(KINDS.layers, (event) => {
   if (!fresh(event)) return;
   data.layers = event.data;
   showLayers();
@@ -478,7 +476,7 @@ function showNetwork() {
     el("td", {}, Array.isArray(l.output_shape) ? l.output_shape.join("×") : ""), el("td", {}, count(l.params)))));
 }
 
-on("network", (event) => {
+on(KINDS.network, (event) => {
   if (!fresh(event)) return;
   data.network = event.data;
   showNetwork();
@@ -488,7 +486,7 @@ on("network", (event) => {
 
 const resumeForm = document.getElementById("resume-form");
 
-on("status", async (event) => {
+on(KINDS.status, async (event) => {
   const status = event.data.status;
   data.status = status;
   if (profileForm) {

@@ -3,9 +3,11 @@
 // copy it into an editor (Customize), list a network's layers (Visualize), and
 // draw the learning rate curve as the fields change.
 import { api } from "../js/live.js";
-import { el } from "../js/format.js";
+import { count, el, num } from "../js/format.js";
+import { COLOURS, plot } from "../js/charts.js";
 
 const form = document.getElementById("new-model");
+const { customizeUrl, visualizeUrl, lrPreviewUrl } = form.dataset;
 const page = JSON.parse(document.getElementById("model-page-data").textContent);
 const field = (name) => form.elements[name];
 const row = (name) => form.querySelector(`p[data-field="${name}"]`);
@@ -49,7 +51,7 @@ function showNetworkError(message) {
 document.getElementById("customize").addEventListener("click", async () => {
   const name = field("standard_network").value;
   try {
-    const copy = await api("GET", `/models/customize?name=${encodeURIComponent(name)}`);
+    const copy = await api("GET", `${customizeUrl}?name=${encodeURIComponent(name)}`);
     if (copy.source === "python" && !page.may_run_code) {
       showNetworkError(`${page.networks[name].label} is written in Python here, and only users allowed to run code may use Python networks.`);
       return;
@@ -91,10 +93,6 @@ function networkSpec() {
   return chosen.network;
 }
 
-function number(n) {
-  return Number(n).toLocaleString();
-}
-
 function layerTable(answer) {
   const { summary } = answer;
   const [c, h, w] = answer.input;
@@ -103,10 +101,10 @@ function layerTable(answer) {
       el("th", { class: "number" }, "Parameters"))),
     el("tbody", {}, summary.layers.map((layer) => el("tr", {},
       el("td", {}, el("code", {}, layer.name)), el("td", {}, layer.type), el("td", {}, `${layer.output_shape.join("×")}`),
-      el("td", { class: "number" }, number(layer.params))))));
+      el("td", { class: "number" }, count(layer.params))))));
   const flops = summary.flops_per_image ? ` · ${(summary.flops_per_image / 1e6).toFixed(1)} MFLOPs per image` : "";
   return [el("p", { id: "network-totals" }, `Input ${c}×${h}×${w}, ${answer.classes} classes · `,
-    el("strong", {}, `${number(summary.params)} parameters`), ` (${number(summary.trainable)} trainable)${flops}`), table];
+    el("strong", {}, `${count(summary.params)} parameters`), ` (${count(summary.trainable)} trainable)${flops}`), table];
 }
 
 const visualizeButton = document.getElementById("visualize");
@@ -118,7 +116,7 @@ visualizeButton.addEventListener("click", async () => {
   visualizeButton.disabled = true;
   visualizeButton.textContent = "Building…";
   try {
-    const answer = await api("POST", "/models/visualize", {
+    const answer = await api("POST", visualizeUrl, {
       network: networkSpec(), dataset: parseInt(field("dataset").value, 10) || null, crop: Number.isNaN(crop) ? null : crop,
     });
     holder.replaceChildren(...layerTable(answer));
@@ -165,17 +163,13 @@ const lrError = document.getElementById("lr-error");
 let previewTimer = null;
 let previewSeq = 0;
 
-function rate(value) {
-  return String(Number(value.toPrecision(4)));
-}
-
 function effectiveLine(answer) {
   const base = parseFloat(field("lr").value);
   const n = answer.world_size;
   const line = document.getElementById("effective-lr");
-  const effective = `Effective learning rate: ${rate(answer.effective_lr)}`;
+  const effective = `Effective learning rate: ${num(answer.effective_lr)}`;
   if (n <= 1) line.textContent = effective;
-  else if (field("scale_lr").checked) line.textContent = `${effective} (${rate(base)} × ${n} GPUs), warmup ≥${answer.warmup_percent}%`;
+  else if (field("scale_lr").checked) line.textContent = `${effective} (${num(base)} × ${n} GPUs), warmup ≥${answer.warmup_percent}%`;
   else line.textContent = `${effective} (not scaled for ${n} GPUs)`;
 }
 
@@ -184,16 +178,16 @@ async function preview() {
   body.scale_lr = field("scale_lr").checked;
   const seq = ++previewSeq;
   try {
-    const answer = await api("POST", "/models/lr-preview", body);
+    const answer = await api("POST", lrPreviewUrl, body);
     if (seq !== previewSeq) return;
     lrError.hidden = true;
-    window.Plotly.react("lr-chart", [{
+    plot("lr-chart", [{
       x: answer.points.map((p) => p[0]), y: answer.points.map((p) => p[1]), mode: "lines", name: "learning rate",
-      line: { color: "#2f6fdb" },
+      line: { color: COLOURS[0] },
     }], {
       height: 260, margin: { t: 12, r: 12, b: 40, l: 64 }, showlegend: false,
-      xaxis: { title: { text: `step (of ${number(answer.total_steps)})` } }, yaxis: { title: { text: "learning rate" }, exponentformat: "e" },
-    }, { displaylogo: false, responsive: true });
+      xaxis: { title: { text: `step (of ${count(answer.total_steps)})` } }, yaxis: { title: { text: "learning rate" }, exponentformat: "e" },
+    });
     document.getElementById("lr-description").textContent = answer.description;
     effectiveLine(answer);
   } catch (e) {

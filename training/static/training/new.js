@@ -7,7 +7,6 @@ import { count, el, num } from "../js/format.js";
 import { COLOURS, plot } from "../js/charts.js";
 
 const form = document.getElementById("new-model");
-const { customizeUrl, visualizeUrl, lrPreviewUrl } = form.dataset;
 const page = JSON.parse(document.getElementById("model-page-data").textContent);
 const field = (name) => form.elements[name];
 const row = (name) => form.querySelector(`p[data-field="${name}"]`);
@@ -48,10 +47,11 @@ function showNetworkError(message) {
   networkError.hidden = !message;
 }
 
-document.getElementById("customize").addEventListener("click", async () => {
+const customizeButton = document.getElementById("customize");
+customizeButton.addEventListener("click", async () => {
   const name = field("standard_network").value;
   try {
-    const copy = await api("GET", `${customizeUrl}?name=${encodeURIComponent(name)}`);
+    const copy = await api("GET", `${customizeButton.dataset.url}?name=${encodeURIComponent(name)}`);
     if (copy.source === "python" && !page.may_run_code) {
       showNetworkError(`${page.networks[name].label} is written in Python here, and only users allowed to run code may use Python networks.`);
       return;
@@ -116,7 +116,7 @@ visualizeButton.addEventListener("click", async () => {
   visualizeButton.disabled = true;
   visualizeButton.textContent = "Building…";
   try {
-    const answer = await api("POST", visualizeUrl, {
+    const answer = await api("POST", visualizeButton.dataset.url, {
       network: networkSpec(), dataset: parseInt(field("dataset").value, 10) || null, crop: Number.isNaN(crop) ? null : crop,
     });
     holder.replaceChildren(...layerTable(answer));
@@ -159,6 +159,7 @@ field("early_stopping").addEventListener("change", showPatience);
 // The learning rate preview and the effective rate on several GPUs.
 const PREVIEW_FIELDS = ["lr", "lr_policy", "step_percent", "gamma", "milestones_percent", "power", "warmup_percent", "epochs",
   "batch_size", "batch_schedule", "dataset", "device", "gpu_count", "gpu_ids"];
+const lrChart = document.getElementById("lr-chart");
 const lrError = document.getElementById("lr-error");
 let previewTimer = null;
 let previewSeq = 0;
@@ -178,10 +179,10 @@ async function preview() {
   body.scale_lr = field("scale_lr").checked;
   const seq = ++previewSeq;
   try {
-    const answer = await api("POST", lrPreviewUrl, body);
+    const answer = await api("POST", lrChart.dataset.url, body);
     if (seq !== previewSeq) return;
     lrError.hidden = true;
-    plot("lr-chart", [{
+    plot(lrChart, [{
       x: answer.points.map((p) => p[0]), y: answer.points.map((p) => p[1]), mode: "lines", name: "learning rate",
       line: { color: COLOURS[0] },
     }], {

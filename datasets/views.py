@@ -171,13 +171,3 @@ def image(request: HttpRequest, job_id: int, split: str, index: int) -> HttpResp
 def make_sample(request: HttpRequest) -> HttpResponse:
     job = sample.submit(request.user)
     return redirect("job", job.pk)
-
-
-def plotly_js(request: HttpRequest) -> FileResponse:
-    """plotly.js from the installed plotly package: no CDN."""
-    import plotly
-
-    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    response = FileResponse(open(path, "rb"), content_type="text/javascript")
-    response["Cache-Control"] = "public, max-age=604800"
-    return response

@@ -5,7 +5,7 @@ from datasets.urls import api_urlpatterns as dataset_api
 from jobs.urls import api_urlpatterns as jobs_api
 from training.urls import api_urlpatterns as training_api
 
-from . import openapi
+from . import openapi, vendor
 
 urlpatterns = [
     path("", include("jobs.urls")),
@@ -19,4 +19,5 @@ urlpatterns = [
     path("api/openapi.json", openapi.schema_view, name="openapi"),
     path("api/", openapi.docs_view, name="api-docs"),
     path("admin/", admin.site.urls),
+    path("vendor/plotly.min.js", vendor.plotly_js, name="plotly-js"),
 ]

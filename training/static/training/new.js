@@ -3,7 +3,8 @@
 // copy it into an editor (Customize), list a network's layers (Visualize), and
 // draw the learning rate curve as the fields change.
 import { api } from "../js/live.js";
-import { el } from "../js/format.js";
+import { count, el, num } from "../js/format.js";
+import { COLOURS, plot } from "../js/charts.js";
 
 const form = document.getElementById("new-model");
 const page = JSON.parse(document.getElementById("model-page-data").textContent);
@@ -46,7 +47,8 @@ function showNetworkError(message) {
   networkError.hidden = !message;
 }
 
-document.getElementById("customize").addEventListener("click", async () => {
+const customizeButton = document.getElementById("customize");
+customizeButton.addEventListener("click", async () => {
   const name = field("standard_network").value;
   try {
     const copy = await api("GET", `${page.urls.customize}?name=${encodeURIComponent(name)}`);
@@ -92,10 +94,6 @@ function networkSpec() {
   return chosen.network;
 }
 
-function number(n) {
-  return Number(n).toLocaleString();
-}
-
 function layerTable(answer) {
   const { summary } = answer;
   const [c, h, w] = answer.input;
@@ -104,10 +102,10 @@ function layerTable(answer) {
       el("th", { class: "number" }, "Parameters"))),
     el("tbody", {}, summary.layers.map((layer) => el("tr", {},
       el("td", {}, el("code", {}, layer.name)), el("td", {}, layer.type), el("td", {}, `${layer.output_shape.join("×")}`),
-      el("td", { class: "number" }, number(layer.params))))));
+      el("td", { class: "number" }, count(layer.params))))));
   const flops = summary.flops_per_image ? ` · ${(summary.flops_per_image / 1e6).toFixed(1)} MFLOPs per image` : "";
   return [el("p", { id: "network-totals" }, `Input ${c}×${h}×${w}, ${answer.classes} classes · `,
-    el("strong", {}, `${number(summary.params)} parameters`), ` (${number(summary.trainable)} trainable)${flops}`), table];
+    el("strong", {}, `${count(summary.params)} parameters`), ` (${count(summary.trainable)} trainable)${flops}`), table];
 }
 
 const visualizeButton = document.getElementById("visualize");
@@ -162,21 +160,18 @@ field("early_stopping").addEventListener("change", showPatience);
 // The learning rate preview and the effective rate on several GPUs.
 const PREVIEW_FIELDS = ["lr", "lr_policy", "step_percent", "gamma", "milestones_percent", "power", "warmup_percent", "epochs",
   "batch_size", "batch_schedule", "dataset", "device", "gpu_count", "gpu_ids"];
+const lrChart = document.getElementById("lr-chart");
 const lrError = document.getElementById("lr-error");
 let previewTimer = null;
 let previewSeq = 0;
-
-function rate(value) {
-  return String(Number(value.toPrecision(4)));
-}
 
 function effectiveLine(answer) {
   const base = parseFloat(field("lr").value);
   const n = answer.world_size;
   const line = document.getElementById("effective-lr");
-  const effective = `Effective learning rate: ${rate(answer.effective_lr)}`;
+  const effective = `Effective learning rate: ${num(answer.effective_lr)}`;
   if (n <= 1) line.textContent = effective;
-  else if (field("scale_lr").checked) line.textContent = `${effective} (${rate(base)} × ${n} GPUs), warmup ≥${answer.warmup_percent}%`;
+  else if (field("scale_lr").checked) line.textContent = `${effective} (${num(base)} × ${n} GPUs), warmup ≥${answer.warmup_percent}%`;
   else line.textContent = `${effective} (not scaled for ${n} GPUs)`;
 }
 
@@ -188,13 +183,13 @@ async function preview() {
     const answer = await api("POST", page.urls.lr_preview, body);
     if (seq !== previewSeq) return;
     lrError.hidden = true;
-    window.Plotly.react("lr-chart", [{
+    plot(lrChart, [{
       x: answer.points.map((p) => p[0]), y: answer.points.map((p) => p[1]), mode: "lines", name: "learning rate",
-      line: { color: "#2f6fdb" },
+      line: { color: COLOURS[0] },
     }], {
       height: 260, margin: { t: 12, r: 12, b: 40, l: 64 }, showlegend: false,
-      xaxis: { title: { text: `step (of ${number(answer.total_steps)})` } }, yaxis: { title: { text: "learning rate" }, exponentformat: "e" },
-    }, { displaylogo: false, responsive: true });
+      xaxis: { title: { text: `step (of ${count(answer.total_steps)})` } }, yaxis: { title: { text: "learning rate" }, exponentformat: "e" },
+    });
     document.getElementById("lr-description").textContent = answer.description;
     effectiveLine(answer);
   } catch (e) {

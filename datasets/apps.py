@@ -8,12 +8,15 @@ class DatasetsConfig(AppConfig):
     name = "datasets"
 
     def ready(self) -> None:
-        from jobs.kinds import JobKind, python_module, register
+        from jobs.kinds import Category, JobKind, python_module, register, register_category
 
+        from .store import models_using
         from .views import page_context
 
+        register_category(Category("datasets", "Datasets", order=10))
         register(JobKind("dataset", "Dataset", "datasets", python_module("trainer.dataset_build"),
-                         page_template="datasets/section.html", page_context=page_context))
+                         page_template="datasets/section.html", page_context=page_context,
+                         new_page="new-dataset", create_endpoint="api-datasets", dependents=models_using))
         Path(settings.FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
         for root in settings.DATASET_ROOTS:
             if root.startswith(str(settings.DATA_DIR)):

@@ -7,10 +7,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+
 from jobs.models import Job
 from trainer.datastore import SplitReader, folder_size
 
 SPLITS = ("train", "val", "test")
+
+
+def job_or_404(job_id: int) -> Job:
+    return get_object_or_404(Job, pk=job_id, kind="dataset")
 
 
 def folder(job: Job) -> Path:
@@ -46,5 +53,7 @@ def disk_size(job: Job) -> int:
     return folder_size(folder(job))
 
 
-def models_using(job: Job):
+def models_using(job: Job) -> QuerySet[Job]:
+    """The jobs that name this dataset (``JobKind.dependents``: it may not be
+    deleted from under them)."""
     return Job.objects.filter(params__dataset=job.pk).exclude(pk=job.pk)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import api, views
 
 urlpatterns = [
     path("datasets/new/", views.new_dataset, name="new-dataset"),
@@ -14,7 +14,7 @@ urlpatterns = [
 ]
 
 api_urlpatterns = [
-    path("datasets", views.api_create, name="api-datasets"),
-    path("datasets/<int:job_id>", views.api_dataset, name="api-dataset"),
-    path("folders", views.api_folders, name="api-folders"),
+    path("datasets", api.create, name="api-datasets"),
+    path("datasets/<int:job_id>", api.dataset, name="api-dataset"),
+    path("folders", api.folders, name="api-folders"),
 ]

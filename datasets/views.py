@@ -1,5 +1,5 @@
-"""Pages and API of datasets: the "New dataset" form with its folder browser
-and resize preview, the dataset section of the job page, and the gallery."""
+"""Pages of datasets: the "New dataset" form with its resize preview, the
+dataset section of the job page, and the gallery. The JSON API is ``api``."""
 
 from __future__ import annotations
 
@@ -11,55 +11,31 @@ import numpy as np
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from digitslike.api import BadRequest, api, json_body
-from jobs import serialize
 from jobs.models import Job
 from trainer.datastore import png_bytes
 from trainer.imageio import ImageError, load_image, resize
 
-from . import sample, store
+from . import sample, store, uploads
 from .folders import OutsideRoots, first_file, listing
 from .forms import DatasetForm
-from .uploads import too_large_message
 
 PAGE_SIZES = (25, 50, 100, 200)
 SKIPPED_SHOWN = 500
-
-
-def _dataset_job(job_id: int) -> Job:
-    return get_object_or_404(Job, pk=job_id, kind="dataset")
-
-
-def _refuse_large(request: HttpRequest) -> JsonResponse | None:
-    length = int(request.META.get("CONTENT_LENGTH") or 0)
-    if length > settings.UPLOAD_MAX_BYTES + 1024 * 1024 or getattr(request, "upload_too_large", False):
-        return JsonResponse({"error": too_large_message(), "errors": {"archive": [too_large_message()]}}, status=413)
-    return None
-
-
-def _form(request: HttpRequest) -> DatasetForm:
-    if request.content_type == "application/json":
-        return DatasetForm({**_defaults(), **json_body(request)})
-    return DatasetForm(request.POST, request.FILES)
-
-
-def _defaults() -> dict[str, Any]:
-    return {name: field.initial for name, field in DatasetForm.base_fields.items() if field.initial is not None}
 
 
 @login_required
 def new_dataset(request: HttpRequest) -> HttpResponse:
     wants_json = request.headers.get("Accept") == "application/json"
     if request.method == "POST":
-        if refused := _refuse_large(request):
+        if refused := uploads.refusal(request):
             return refused
         form = DatasetForm(request.POST, request.FILES)
-        if getattr(request, "upload_too_large", False):
-            return _refuse_large(request)
+        if refused := uploads.refusal(request):  # the handler stopped the upload while the form read it
+            return refused
         if form.is_valid():
             job = form.submit(request.user)
             url = reverse("job", args=[job.pk])
@@ -70,33 +46,6 @@ def new_dataset(request: HttpRequest) -> HttpResponse:
         form = DatasetForm()
     context = {"form": form, "roots": settings.DATASET_ROOTS, "upload_max": settings.UPLOAD_MAX_BYTES}
     return render(request, "datasets/new.html", context, status=400 if request.method == "POST" else 200)
-
-
-@api("POST")
-def api_create(request: HttpRequest) -> JsonResponse:
-    if refused := _refuse_large(request):
-        return refused
-    form = _form(request)
-    if getattr(request, "upload_too_large", False):
-        return _refuse_large(request)
-    if not form.is_valid():
-        raise BadRequest(form.errors.get_json_data())
-    return JsonResponse(serialize.job_detail(form.submit(request.user)), status=201)
-
-
-@api("GET")
-def api_dataset(request: HttpRequest, job_id: int) -> JsonResponse:
-    job = _dataset_job(job_id)
-    return JsonResponse({**serialize.job_detail(job), "manifest": store.manifest(job),
-                         "used_by": [m.pk for m in store.models_using(job)]})
-
-
-@api("GET")
-def api_folders(request: HttpRequest) -> JsonResponse:
-    try:
-        return JsonResponse(listing(request.GET.get("path")))
-    except OutsideRoots as exc:
-        return JsonResponse({"error": str(exc)}, status=403)
 
 
 @login_required
@@ -170,7 +119,7 @@ def option_rows(options: dict[str, Any]) -> list[tuple[str, Any]]:
 
 @login_required
 def mean_image(request: HttpRequest, job_id: int) -> FileResponse:
-    path = store.folder(_dataset_job(job_id)) / "mean.png"
+    path = store.folder(store.job_or_404(job_id)) / "mean.png"
     if not path.exists():
         raise Http404("This dataset has no mean image.")
     return FileResponse(open(path, "rb"), content_type="image/png")
@@ -178,12 +127,12 @@ def mean_image(request: HttpRequest, job_id: int) -> FileResponse:
 
 @login_required
 def skipped_report(request: HttpRequest, job_id: int) -> JsonResponse:
-    return JsonResponse(store.skipped(_dataset_job(job_id)), safe=False, json_dumps_params={"ensure_ascii": False})
+    return JsonResponse(store.skipped(store.job_or_404(job_id)), safe=False, json_dumps_params={"ensure_ascii": False})
 
 
 @login_required
 def explore(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = _dataset_job(job_id)
+    job = store.job_or_404(job_id)
     info = store.manifest(job)
     if info is None:
         return redirect("job", job.pk)
@@ -205,7 +154,7 @@ def explore(request: HttpRequest, job_id: int) -> HttpResponse:
 
 @login_required
 def image(request: HttpRequest, job_id: int, split: str, index: int) -> HttpResponse:
-    job = _dataset_job(job_id)
+    job = store.job_or_404(job_id)
     info = store.manifest(job)
     if info is None or split not in store.SPLITS:
         raise Http404("No such image.")

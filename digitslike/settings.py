@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "jobs",
     "datasets",
     "training",
+    "devicechecks",
 ]
 
 MIDDLEWARE = [

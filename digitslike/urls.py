@@ -13,6 +13,7 @@ urlpatterns = [
     path("", include("datasets.urls")),
     path("", include("accounts.urls")),
     path("", include("training.urls")),
+    path("", include("devicechecks.urls")),
     path("api/", include(jobs_api)),
     path("api/", include(dataset_api)),
     path("api/", include(training_api)),

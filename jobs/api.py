@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 
 from digitslike.api import BadRequest, api, json_body
 
-from . import resources, serialize, services
-from .forms import CREATE_FORMS, JobEditForm
+from . import kinds, resources, serialize, services
+from .forms import JobEditForm
 from .logfile import tail_lines
 from .models import Job
 
 MAX_LOG_LINES = 5000
-# Kinds with their own creation endpoint and form.
-OWN_ENDPOINTS = {"dataset": "/api/datasets", "train": "/api/models"}
 
 
 @api("GET", "POST")
@@ -22,12 +21,14 @@ def jobs(request: HttpRequest) -> JsonResponse:
     if request.method == "GET":
         return JsonResponse({"jobs": [serialize.job_summary(job) for job in services.filtered_jobs(request.GET.dict())]})
     data = json_body(request)
-    kind = data.pop("kind", None)
-    if kind in OWN_ENDPOINTS:
-        raise BadRequest({"kind": [f"Create {kind} jobs with POST {OWN_ENDPOINTS[kind]}."]})
-    if kind not in CREATE_FORMS:
-        raise BadRequest({"kind": [f"Choose one of: {', '.join(CREATE_FORMS)}."]})
-    form_class = CREATE_FORMS[kind]
+    name = data.pop("kind", None)
+    kind = kinds.find(name) if isinstance(name, str) else None
+    if kind and kind.create_endpoint:
+        raise BadRequest({"kind": [f"Create {kind.name} jobs with POST {reverse(kind.create_endpoint)}."]})
+    if kind is None or kind.create_form is None:
+        creatable = [k.name for k in kinds.all_kinds() if k.create_form]
+        raise BadRequest({"kind": [f"Choose one of: {', '.join(creatable)}."]})
+    form_class = kind.create_form
     defaults = {name: field.initial for name, field in form_class.base_fields.items() if field.initial is not None}
     form = form_class({**defaults, **data})  # a field left out takes the default the page shows
     if not form.is_valid():

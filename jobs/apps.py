@@ -2,6 +2,9 @@ from importlib import import_module
 
 from django.apps import AppConfig
 from django.conf import settings
+from django.core import checks
+
+from . import kinds
 
 
 class JobsConfig(AppConfig):
@@ -9,7 +12,6 @@ class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import kinds  # noqa: F401  registers the built-in kinds
-
+        checks.register(kinds.check_categories)
         for module in settings.JOB_KINDS_MODULES:
             import_module(module)

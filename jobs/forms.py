@@ -1,11 +1,11 @@
+"""The form fields every kind's create form shares, and the edit form."""
+
 from __future__ import annotations
 
 from typing import Any
 
 from django import forms
-from django.contrib.auth.models import User
 
-from . import services
 from .models import Job
 
 
@@ -44,24 +44,8 @@ class DevicesField(forms.Form):
         return {"device": "gpu", "count": data.get("gpu_count") or 1}
 
 
-class DeviceCheckForm(JobFieldsForm, DevicesField):
-    seconds = forms.FloatField(min_value=0.5, max_value=3600, initial=10, label="Duration (s)")
-    size = forms.IntegerField(min_value=16, max_value=16384, initial=2048, label="Matrix size",
-                              help_text="Side of the square matrices multiplied.")
-
-    def submit(self, owner: User) -> Job:
-        data = self.cleaned_data
-        params = {"seconds": data["seconds"], "size": data["size"]}
-        return services.submit(owner, "devicecheck", data["name"], params, self.resources(),
-                               group=data["group"], notes=data["notes"])
-
-
 class JobEditForm(forms.ModelForm):
     class Meta:
         model = Job
         fields = ["name", "group", "notes"]
         widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
-
-
-# The form that creates a job of each kind that users may start.
-CREATE_FORMS: dict[str, type[forms.Form]] = {"devicecheck": DeviceCheckForm}

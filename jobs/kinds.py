@@ -1,22 +1,43 @@
-"""The registry of job kinds. A kind says which home-page tab lists its jobs
-and which command runs one; the worker does the rest the same way for all.
+"""The registry of job kinds: the one place where an app plugs a kind of
+work into the job system. ``jobs/`` names no kind; everything it does
+differently for one (the home-page tab, the create form or endpoint,
+resuming, what depends on a job, what its summary and page add) it asks the
+kind's ``JobKind`` here.
 
-Apps register their kinds when Django starts (``AppConfig.ready``).
-``JOB_KINDS_MODULES`` names extra modules to import for their registrations
-(the test suite adds a quick sleeping kind this way).
+Apps register their categories and kinds when Django starts
+(``AppConfig.ready``). ``JOB_KINDS_MODULES`` names extra modules to import
+for their registrations (the test suite adds a quick sleeping kind this
+way). Since those are imported before the later apps are ready, a kind may
+name a category registered after it; the system check ``jobs.E001`` reports
+a category that no app registered.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from django.core import checks
 
 if TYPE_CHECKING:
+    from django import forms
+
     from .models import Job
 
-CATEGORIES = (("datasets", "Datasets"), ("models", "Models"), ("checks", "Device checks"))
+
+@dataclass(frozen=True)
+class Category:
+    """A tab of the home page, listing the jobs of the kinds that name it."""
+
+    name: str
+    label: str
+    # Tabs are shown by increasing order.
+    order: int
+    # The text of a link from each group of this tab to the group's page
+    # (empty: no link).
+    group_link: str = ""
 
 
 @dataclass(frozen=True)
@@ -29,28 +50,57 @@ class JobKind:
     command: Callable[[Job], list[str]]
     # What the job page adds for this kind: a template and its context.
     page_template: str = ""
-    page_context: Callable[[Job], dict] | None = None
+    page_context: Callable[[Job], dict[str, Any]] | None = None
+    # The URL name of the page that creates one; the home page links it as
+    # "New <label>".
+    new_page: str = ""
+    # How the JSON API creates one: a form that ``POST /api/jobs`` fills with
+    # the request and whose ``submit(owner)`` returns the new job, or the URL
+    # name of the kind's own endpoint, which ``POST /api/jobs`` points to.
+    create_form: type[forms.Form] | None = None
+    create_endpoint: str = ""
+    # The file, relative to the job folder, that an aborted or failed run
+    # leaves to carry on from; empty for a kind that cannot resume.
+    resume_file: str = ""
+    # The jobs that use this one, which may not be deleted from under them.
+    dependents: Callable[[Job], Iterable[Job]] | None = None
+    # What the kind adds to a job's summary (the lists and the home page).
+    summary_extra: Callable[[Job], dict[str, Any]] | None = None
 
 
-_registry: dict[str, JobKind] = {}
+_categories: dict[str, Category] = {}
+_kinds: dict[str, JobKind] = {}
+
+
+def register_category(category: Category) -> None:
+    _categories[category.name] = category
 
 
 def register(kind: JobKind) -> None:
-    if kind.category not in dict(CATEGORIES):
-        raise ValueError(f"unknown category {kind.category!r}")
-    _registry[kind.name] = kind
+    _kinds[kind.name] = kind
 
 
 def get(name: str) -> JobKind:
-    return _registry[name]
+    return _kinds[name]
 
 
-def names() -> list[str]:
-    return list(_registry)
+def find(name: str) -> JobKind | None:
+    """The kind of that name, or None for a kind no app registers (any more)."""
+    return _kinds.get(name)
+
+
+def all_kinds() -> list[JobKind]:
+    """Every kind, in the order of their categories' tabs."""
+    order = {name: position for position, name in enumerate(c.name for c in categories())}
+    return sorted(_kinds.values(), key=lambda kind: order.get(kind.category, len(order)))
+
+
+def categories() -> list[Category]:
+    return sorted(_categories.values(), key=lambda category: category.order)
 
 
 def names_in(category: str) -> list[str]:
-    return [kind.name for kind in _registry.values() if kind.category == category]
+    return [kind.name for kind in _kinds.values() if kind.category == category]
 
 
 def python_module(module: str) -> Callable[[Job], list[str]]:
@@ -58,4 +108,11 @@ def python_module(module: str) -> Callable[[Job], list[str]]:
     return lambda job: [sys.executable, "-m", module, "config.json"]
 
 
-register(JobKind("devicecheck", "Device check", "checks", python_module("trainer.devicecheck")))
+def check_categories(**kwargs: Any) -> list[checks.CheckMessage]:
+    """The system check that every kind's category is registered."""
+    return [
+        checks.Error(f"Job kind {kind.name!r} names the category {kind.category!r}, which no app registers.",
+                     hint="Register it with jobs.kinds.register_category in the app's AppConfig.ready.",
+                     id="jobs.E001")
+        for kind in _kinds.values() if kind.category not in _categories
+    ]

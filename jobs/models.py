@@ -1,4 +1,4 @@
-"""Jobs: every long piece of work (dataset build, training run, device check).
+"""Jobs: every long piece of work, of whichever kind an app registers (``kinds``).
 
 Status, the state machine::
 
@@ -22,6 +22,8 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import models, transaction
 from django.utils import timezone
+
+from .events import publish
 
 
 class Status(models.TextChoices):
@@ -93,8 +95,6 @@ class Job(models.Model):
         """Move to ``to`` if the job is still in one of ``frm`` (and matches
         ``expect``); set ``fields``; record and publish the change. Returns
         False, changing nothing, when another process moved the job first."""
-        from .events import publish
-
         now = timezone.now()
         if to in TERMINAL:
             fields.setdefault("finished_at", now)

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from .bus import client
 from .models import Job
+from .tasks import run
 
 QUEUES = ("cpu", "gpu")
 
@@ -19,8 +20,6 @@ def queue_for(job: Job) -> str:
 
 def enqueue(job: Job) -> None:
     """Send only the job's id; the worker loads everything else from the database."""
-    from .tasks import run
-
     run.apply_async(args=[job.pk], queue=queue_for(job))
 
 

@@ -7,12 +7,8 @@ from typing import Any
 
 from django.urls import reverse
 
-from training import series
-
 from . import kinds, services
 from .models import Job, JobTransition
-
-SPARKLINE_POINTS = 60
 
 
 def _iso(value: Any) -> str | None:
@@ -20,10 +16,12 @@ def _iso(value: Any) -> str | None:
 
 
 def job_summary(job: Job) -> dict[str, Any]:
+    """The fields every job has, then what its kind adds (``JobKind.summary_extra``)."""
+    kind = kinds.find(job.kind)
     return {
         "id": job.pk,
         "kind": job.kind,
-        "category": kinds.get(job.kind).category if job.kind in kinds.names() else "",
+        "category": kind.category if kind else "",
         "name": job.name,
         "group": job.group,
         "owner": job.owner.username,
@@ -38,16 +36,8 @@ def job_summary(job: Job) -> dict[str, Any]:
         "queue_position": job.queue_position(),
         "url": reverse("job", args=[job.pk]),
         "group_url": reverse("group", args=[job.group]) if job.group else None,
-        "sparkline": sparkline(job),
+        **(kind.summary_extra(job) if kind and kind.summary_extra else {}),
     }
-
-
-def sparkline(job: Job) -> list[float]:
-    """A training job's train loss as at most 60 values for the home page
-    (min and max per bucket, so spikes show); cached with the job's events."""
-    if job.kind != "train":
-        return []
-    return series.view(job.folder, lambda run: run.sparkline(SPARKLINE_POINTS))
 
 
 def transition(t: JobTransition) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from . import bus, kinds
+from .events import publish
 from .models import ACTIVE, PENDING, Job, JobTransition, Status
 from .queue import enqueue
 
@@ -50,8 +51,6 @@ def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources:
 
 
 def _announce_and_enqueue(job: Job) -> None:
-    from .events import publish
-
     bus.forget(job.pk)
     publish(job, "status", {"status": Status.QUEUED, "message": "Submitted", "progress": 0.0})
     enqueue(job)
@@ -62,35 +61,35 @@ def abort(job: Job, user: User) -> None:
     if job.transition(Status.ABORTED, frm=PENDING, message=f"Aborted by {user.username} before it ran"):
         return
     if Job.objects.filter(pk=job.pk, status=Status.RUNNING).update(abort_requested=True):
-        from .events import publish
-
         publish(job, "abort", {"by": user.username})
         return
     job.refresh_from_db()
     raise ActionError(f"The job is {job.get_status_display().lower()}; only queued, waiting or running jobs can be aborted.")
 
 
-# Kinds whose runs write a checkpoint to resume from, and where.
-RESUMABLE_KINDS = ("train",)
-RESUME_CHECKPOINT = "checkpoints/last.pt"
+def _resume_file(job: Job) -> str:
+    kind = kinds.find(job.kind)
+    return kind.resume_file if kind else ""
 
 
 def resumable(job: Job) -> bool:
-    return (job.kind in RESUMABLE_KINDS and job.status in (Status.ABORTED, Status.FAILED)
-            and (job.folder / RESUME_CHECKPOINT).is_file())
+    resume_file = _resume_file(job)
+    return bool(resume_file and job.status in (Status.ABORTED, Status.FAILED) and (job.folder / resume_file).is_file())
 
 
 def resume(job: Job, user: User) -> Job:
-    """Queue an aborted or failed training job again; its run carries on
-    from the checkpoint it left (the trainer resumes from it on start)."""
+    """Queue an aborted or failed job again, of a kind whose run carries on
+    from the file it left (its ``resume_file``: the run resumes from it on start)."""
     require_change(job, user)
     job.refresh_from_db()
-    if job.kind not in RESUMABLE_KINDS:
-        raise ActionError("Only training jobs can be resumed.")
+    resume_file = _resume_file(job)
+    if not resume_file:
+        resuming = [kind.label.lower() for kind in kinds.all_kinds() if kind.resume_file]
+        raise ActionError(f"Only {' and '.join(resuming)} jobs can be resumed." if resuming else "No job can be resumed.")
     if job.status not in (Status.ABORTED, Status.FAILED):
         raise ActionError(f"The job is {job.get_status_display().lower()}; only an aborted or failed job can be resumed.")
-    if not (job.folder / RESUME_CHECKPOINT).is_file():
-        raise ActionError(f"The run left no checkpoint ({RESUME_CHECKPOINT}) to resume from; clone it to start again.")
+    if not (job.folder / resume_file).is_file():
+        raise ActionError(f"The run left no checkpoint ({resume_file}) to resume from; clone it to start again.")
     # A resumed job gets a fresh count of attempts: the ones before ended it.
     if not job.transition(Status.QUEUED, frm=[Status.ABORTED, Status.FAILED],
                           message=f"Resumed by {user.username} from its last checkpoint",
@@ -112,13 +111,27 @@ def delete(job: Job, user: User) -> None:
     require_change(job, user)
     if job.status in ACTIVE:
         raise ActionError("The job is still active; abort it before deleting it.")
-    users = Job.objects.filter(params__dataset=job.pk).exclude(pk=job.pk)
-    if users.exists():
-        names = ", ".join(f"“{u.name}” (#{u.pk})" for u in users[:5])
-        raise ActionError(f"This dataset is used by {users.count()} model(s): {names}. Delete them first.")
+    _refuse_if_used(job)
     job_id = job.pk
     job.delete_with_folder()
     bus.forget(job_id)
+
+
+def _label(job: Job) -> str:
+    kind = kinds.find(job.kind)
+    return kind.label.lower() if kind else "job"
+
+
+def _refuse_if_used(job: Job) -> None:
+    """Refuse to delete a job that others use (``JobKind.dependents``)."""
+    kind = kinds.find(job.kind)
+    users = list(kind.dependents(job)) if kind and kind.dependents else []
+    if not users:
+        return
+    labels = {_label(u) for u in users}
+    noun = labels.pop() if len(labels) == 1 else "job"
+    names = ", ".join(f"“{u.name}” (#{u.pk})" for u in users[:5])
+    raise ActionError(f"This {_label(job)} is used by {len(users)} {noun}(s): {names}. Delete them first.")
 
 
 def update(job: Job, user: User, changes: dict[str, str]) -> Job:

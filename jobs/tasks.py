@@ -1,8 +1,11 @@
+"""The one Celery task: run a job in this worker. Its work is
+``runner.run_job``, a plain function safe to call twice."""
+
 from celery import shared_task
 
-from . import runner, worker
+from . import runner, workerinfo
 
 
 @shared_task(name="jobs.run")
 def run(job_id: int) -> None:
-    runner.run_job(job_id, worker.current())
+    runner.run_job(job_id, workerinfo.current())

@@ -6,7 +6,6 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("events", views.jobs_events, name="jobs-events"),
     path("resources/", views.resources_page, name="resources"),
-    path("checks/new/", views.new_device_check, name="new-device-check"),
     path("jobs/<int:job_id>/", views.job_page, name="job"),
     path("jobs/<int:job_id>/events", views.job_events, name="job-events"),
     path("jobs/<int:job_id>/abort", views.abort, name="job-abort"),

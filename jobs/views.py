@@ -9,12 +9,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from trainer import events as eventlog
 
 from . import bus, kinds, resources, serialize, services, sse
-from .forms import DeviceCheckForm, JobEditForm
+from .forms import JobEditForm
 from .logfile import tail_lines
 from .models import Job, Status
 
@@ -33,11 +34,14 @@ def _stream_position() -> str | None:
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     tabs = []
-    for category, label in kinds.CATEGORIES:
-        rows = [serialize.job_summary(job) for job in services.filtered_jobs({"category": category})]
-        tabs.append({"id": category, "label": label, "jobs": rows})
-    active = request.GET.get("tab") or next((t["id"] for t in tabs if t["jobs"]), "datasets")
-    return render(request, "jobs/home.html", {"tabs": tabs, "active_tab": active, "since": _stream_position()})
+    for category in kinds.categories():
+        rows = [serialize.job_summary(job) for job in services.filtered_jobs({"category": category.name})]
+        tabs.append({"id": category.name, "label": category.label, "group_link": category.group_link, "jobs": rows})
+    active = request.GET.get("tab") or next((t["id"] for t in tabs if t["jobs"]), tabs[0]["id"] if tabs else "")
+    new_pages = [{"label": f"New {kind.label.lower()}", "url": reverse(kind.new_page)}
+                 for kind in kinds.all_kinds() if kind.new_page]
+    return render(request, "jobs/home.html", {"tabs": tabs, "active_tab": active, "new_pages": new_pages,
+                                              "since": _stream_position()})
 
 
 @login_required
@@ -57,7 +61,6 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
              "message": e["data"].get("message", "")}
             for e in history if e["kind"] == "status"
         ],
-        "result": next((e["data"] for e in reversed(history) if e["kind"] == "result"), None),
         "edit_form": JobEditForm(instance=job),
     }
     kind = kinds.get(job.kind)
@@ -65,15 +68,6 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
         context["kind_template"] = kind.page_template
         context.update(kind.page_context(job) if kind.page_context else {})
     return render(request, "jobs/job.html", context)
-
-
-@login_required
-def new_device_check(request: HttpRequest) -> HttpResponse:
-    form = DeviceCheckForm(request.POST or None, initial={"name": "Device check"})
-    if request.method == "POST" and form.is_valid():
-        job = form.submit(request.user)
-        return redirect("job", job.pk)
-    return render(request, "jobs/new_device_check.html", {"form": form})
 
 
 @login_required

@@ -1,6 +1,7 @@
 """The worker process's own life: register at start, beat every few
 seconds (liveness, device readings, lease refresh, reconciling), and leave
-cleanly at shutdown. Hooked to Celery's worker signals."""
+cleanly at shutdown. ``connect()`` hooks it to Celery's worker signals; the
+``worker`` management command calls it before starting Celery."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import logging
 import os
 import threading
 
+from celery import current_app
 from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
-from . import leases
+from . import leases, workerinfo
 from .devices import inventory
 from .models import Job, Status, Worker
 from .reconcile import reconcile
@@ -23,14 +25,12 @@ log = logging.getLogger(__name__)
 
 RECONCILE_EVERY_BEATS = 3
 
-_current: WorkerInfo | None = None
 _stop = threading.Event()
 
 
-def current() -> WorkerInfo:
-    if _current is None:
-        raise RuntimeError("jobs run only inside a worker started with `manage.py worker`")
-    return _current
+def connect() -> None:
+    worker_ready.connect(on_worker_ready)
+    worker_shutdown.connect(on_worker_shutdown)
 
 
 def beat(info: WorkerInfo) -> None:
@@ -45,8 +45,6 @@ def beat(info: WorkerInfo) -> None:
 
 
 def _queues() -> list[str]:
-    from celery import current_app
-
     return sorted(q.name for q in current_app.amqp.queues.consume_from.values())
 
 
@@ -64,19 +62,18 @@ def _heartbeat_loop(info: WorkerInfo) -> None:
             close_old_connections()
 
 
-@worker_ready.connect
 def on_worker_ready(**kwargs: object) -> None:
-    global _current
-    _current = WorkerInfo.for_this_process(settings.CPU_SLOTS)
-    beat(_current)
+    info = WorkerInfo.for_this_process(settings.CPU_SLOTS)
+    workerinfo.set_current(info)
+    beat(info)
     reconcile()
     close_old_connections()
-    threading.Thread(target=_heartbeat_loop, args=(_current,), name="heartbeat", daemon=True).start()
-    log.info("worker %s on %s offers %s", _current.id, _current.host, [d["id"] for d in _current.devices])
+    threading.Thread(target=_heartbeat_loop, args=(info,), name="heartbeat", daemon=True).start()
+    log.info("worker %s on %s offers %s", info.id, info.host, [d["id"] for d in info.devices])
 
 
-@worker_shutdown.connect
 def on_worker_shutdown(**kwargs: object) -> None:
     _stop.set()
-    if _current is not None:
-        Worker.objects.filter(id=_current.id).delete()
+    info = workerinfo.recorded()
+    if info is not None:
+        Worker.objects.filter(id=info.id).delete()

@@ -1,4 +1,6 @@
-"""What a worker process knows about itself: its id, its machine, its devices."""
+"""What a worker process knows about itself: its id, its machine, its
+devices. The worker's start (``worker.on_worker_ready``) records it here, and
+each task reads it back with ``current()``."""
 
 from __future__ import annotations
 
@@ -40,3 +42,22 @@ class WorkerInfo:
         if count > len(have):
             return [], 0, f"The job asks for {count} {kind.upper()} device(s); worker {self.host} has {len(have)}."
         return have, count, ""
+
+
+_this_process: WorkerInfo | None = None
+
+
+def set_current(info: WorkerInfo) -> None:
+    global _this_process
+    _this_process = info
+
+
+def recorded() -> WorkerInfo | None:
+    """This process's worker, or None before the worker has started."""
+    return _this_process
+
+
+def current() -> WorkerInfo:
+    if _this_process is None:
+        raise RuntimeError("jobs run only inside a worker started with `manage.py worker`")
+    return _this_process

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from digitslike.celery import app
+from jobs import worker
 from jobs.devices import gpus
 
 SLACK_THREADS = 2
@@ -24,6 +25,7 @@ class Command(BaseCommand):
         gpu_count = len(gpus())
         queues = ["gpu", "cpu"] if gpu_count else ["cpu"]
         threads = gpu_count + settings.CPU_SLOTS + SLACK_THREADS
+        worker.connect()
         app.worker_main([
             "worker", "--pool", "threads", "--concurrency", str(threads), "--queues", ",".join(queues),
             "--loglevel", loglevel, "--without-gossip", "--without-mingle",

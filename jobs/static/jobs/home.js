@@ -58,7 +58,7 @@ function thin(values, limit) {
   return kept;
 }
 
-// A training job's loss as a small line, or nothing for other jobs.
+// The loss of a job whose summary carries a sparkline, as a small line.
 function sparkline(job) {
   const values = job.sparkline || [];
   if (values.length < 2) return "";
@@ -122,7 +122,8 @@ function render() {
         render();
       } }, `${isCollapsed ? "▸" : "▾"} ${name} (${groups.get(name).length})`);
       const groupUrl = groups.get(name)[0].group_url;
-      const curves = activeTab === "models" && groupUrl ? el("a", { class: "group-link", href: groupUrl }, "compare curves") : "";
+      const link = categories.find((tab) => tab.id === activeTab)?.group_link;
+      const curves = link && groupUrl ? el("a", { class: "group-link", href: groupUrl }, link) : "";
       body.append(el("tr", { class: "group" }, el("th", { colspan: 8 }, toggle, curves)));
       if (isCollapsed) { table.append(body); continue; }
     }
@@ -207,8 +208,8 @@ on("progress", (event) => {
   if (!job) return;
   job.progress = event.data.progress;
   const loss = event.data.loss;
-  if (job.kind === "train" && typeof loss === "number" && Number.isFinite(loss)) {
-    job.sparkline = [...(job.sparkline || []), loss];
+  if (Array.isArray(job.sparkline) && typeof loss === "number" && Number.isFinite(loss)) {
+    job.sparkline = [...job.sparkline, loss];
     if (job.sparkline.length > 2 * SPARK_POINTS) job.sparkline = thin(job.sparkline, SPARK_POINTS);
   }
   const tr = table.querySelector(`tr[data-job="${event.job}"]`);

@@ -1,4 +1,5 @@
-// Job page: status, history, progress with time left, result and log, live.
+// Job page: status, history, progress with time left and log, live; each
+// kind's section (its own template and script) shows the rest.
 import { on } from "../js/live.js";
 import { duration, elapsed, el, progressBar } from "../js/format.js";
 
@@ -56,14 +57,6 @@ on("log", (event) => {
   const lines = log.textContent.split("\n");
   if (lines.length > MAX_LOG_LINES) log.textContent = lines.slice(-MAX_LOG_LINES).join("\n");
   if (stick) log.scrollTop = log.scrollHeight;
-});
-
-on("result", (event) => {
-  const { device, gflops, matmuls } = event.data;
-  if (gflops === undefined) return; // a device check's result; other kinds show theirs in their own section
-  document.getElementById("result-text").textContent =
-    `${device}: ${gflops.toFixed(1)} GFLOP/s over ${matmuls} matrix multiplications.`;
-  document.getElementById("result").hidden = false;
 });
 
 on("abort", () => { document.getElementById("abort-note").hidden = false; });

@@ -1,0 +1,55 @@
+"""The JSON API of datasets (see ``digitslike/openapi.py`` for the schema):
+create one, read one with its manifest, and browse the server folders that
+imports may read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse
+
+from digitslike.api import BadRequest, api, json_body
+from jobs import serialize
+
+from . import store, uploads
+from .folders import OutsideRoots, listing
+from .forms import DatasetForm
+
+
+def _form(request: HttpRequest) -> DatasetForm:
+    """A JSON body takes the page's defaults for the fields it leaves out; a
+    multipart one (with an upload) is read as the page sends it."""
+    if request.content_type == "application/json":
+        return DatasetForm({**_defaults(), **json_body(request)})
+    return DatasetForm(request.POST, request.FILES)
+
+
+def _defaults() -> dict[str, Any]:
+    return {name: field.initial for name, field in DatasetForm.base_fields.items() if field.initial is not None}
+
+
+@api("POST")
+def create(request: HttpRequest) -> JsonResponse:
+    if refused := uploads.refusal(request):
+        return refused
+    form = _form(request)
+    if refused := uploads.refusal(request):  # the handler stopped the upload while the form read it
+        return refused
+    if not form.is_valid():
+        raise BadRequest(form.errors.get_json_data())
+    return JsonResponse(serialize.job_detail(form.submit(request.user)), status=201)
+
+
+@api("GET")
+def dataset(request: HttpRequest, job_id: int) -> JsonResponse:
+    job = store.job_or_404(job_id)
+    return JsonResponse({**serialize.job_detail(job), "manifest": store.manifest(job),
+                         "used_by": [m.pk for m in store.models_using(job)]})
+
+
+@api("GET")
+def folders(request: HttpRequest) -> JsonResponse:
+    try:
+        return JsonResponse(listing(request.GET.get("path")))
+    except OutsideRoots as exc:
+        return JsonResponse({"error": str(exc)}, status=403)

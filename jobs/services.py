@@ -128,10 +128,8 @@ def _refuse_if_used(job: Job) -> None:
     users = list(kind.dependents(job)) if kind and kind.dependents else []
     if not users:
         return
-    labels = {_label(u) for u in users}
-    noun = labels.pop() if len(labels) == 1 else "job"
     names = ", ".join(f"“{u.name}” (#{u.pk})" for u in users[:5])
-    raise ActionError(f"This {_label(job)} is used by {len(users)} {noun}(s): {names}. Delete them first.")
+    raise ActionError(f"This {_label(job)} is used by {len(users)} job(s): {names}. Delete them first.")
 
 
 def update(job: Job, user: User, changes: dict[str, str]) -> Job:

@@ -214,7 +214,7 @@ def test_the_dataset_page_gallery_and_delete_refusal(client, roots, worker, alic
     model = Job.objects.create(kind="sleep", name="uses it", owner=alice, params={"dataset": job.pk},
                                status=Status.DONE)
     refused = client.delete(f"/api/jobs/{job.pk}")
-    assert refused.status_code == 409 and "used by 1 model(s): “uses it”" in refused.json()["error"]
+    assert refused.status_code == 409 and "used by 1 job(s): “uses it”" in refused.json()["error"]
     model.delete()
     assert client.delete(f"/api/jobs/{job.pk}").status_code == 204
     assert not job.folder.exists()

@@ -1,5 +1,7 @@
 """``python -m digitslike.launch``: migrate, make sure Redis answers, then run
-the web server and one worker until Ctrl-C, which stops all of them.
+the web server and one worker until Ctrl-C, which stops all of them. A process
+that dies meanwhile (killed, out of memory) is started again after a pause
+that grows while it keeps dying; the others keep serving.
 
 Redis: ``REDIS_URL`` is used when it answers. Otherwise, for a local URL, a
 ``redis-server`` is started with its data and append-only file under
@@ -16,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import django
@@ -31,6 +34,10 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 STOP_GRACE_SECONDS = 10
 # Open live-event streams never end by themselves; stop waiting for them after this.
 WEB_SHUTDOWN_SECONDS = 2
+# Pauses before restarting a process that died, growing with each death in a
+# row; one that then runs for STABLE_SECONDS starts from the first again.
+RESTART_DELAYS = (1.0, 2.0, 5.0, 10.0, 30.0)
+STABLE_SECONDS = 60.0
 
 
 class LaunchError(SystemExit):
@@ -64,8 +71,9 @@ def redis_server_binary() -> str:
     )
 
 
-def start_redis(url: str) -> subprocess.Popen | None:
-    """Use the Redis at ``url``, or start one there with AOF under DATA_DIR."""
+def redis_command(url: str) -> list[str] | None:
+    """None when the Redis at ``url`` answers; else the command that starts
+    one there, with its data and append-only file under DATA_DIR."""
     if redis_answers(url):
         print(f"Redis: using {url}")
         return None
@@ -74,20 +82,19 @@ def start_redis(url: str) -> subprocess.Popen | None:
         raise LaunchError(f"Redis at {parsed.hostname}:{parsed.port or 6379} does not answer; start it or fix REDIS_URL.")
     directory = settings.DATA_DIR / "redis"
     directory.mkdir(parents=True, exist_ok=True)
-    port = str(parsed.port or 6379)
-    process = subprocess.Popen(
-        [redis_server_binary(), "--port", port, "--bind", "127.0.0.1", "--dir", str(directory),
-         "--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--logfile", "redis.log"],
-        start_new_session=True,
-    )
+    return [redis_server_binary(), "--port", str(parsed.port or 6379), "--bind", "127.0.0.1", "--dir", str(directory),
+            "--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--logfile", "redis.log"]
+
+
+def wait_for_redis(url: str, process: subprocess.Popen) -> None:
     for _ in range(100):
         if redis_answers(url):
-            print(f"Redis: started on port {port}, data in {directory}")
-            return process
+            print(f"Redis: started on port {urlparse(url).port or 6379}, data in {settings.DATA_DIR / 'redis'}")
+            return
         if process.poll() is not None:
             break
         time.sleep(0.1)
-    raise LaunchError(f"redis-server did not start; see {directory / 'redis.log'}")
+    raise LaunchError(f"redis-server did not start; see {settings.DATA_DIR / 'redis' / 'redis.log'}")
 
 
 def start(name: str, argv: list[str]) -> subprocess.Popen:
@@ -97,53 +104,94 @@ def start(name: str, argv: list[str]) -> subprocess.Popen:
     return subprocess.Popen(argv, start_new_session=True, cwd=settings.BASE_DIR)
 
 
-def stop(processes: dict[str, tuple[subprocess.Popen, int]]) -> None:
-    for process, signum in processes.values():
-        if process.poll() is None:
-            process.send_signal(signum)
+@dataclass
+class Service:
+    """A process the launcher keeps running until Ctrl-C."""
+
+    name: str
+    argv: list[str]
+    stop_signal: int
+    process: subprocess.Popen | None = None
+    started: float = 0.0
+    deaths: int = 0                    # in a row, without a stable run between
+    restart_at: float | None = None
+
+    def start(self) -> subprocess.Popen:
+        self.process = start(self.name, self.argv)
+        self.started, self.restart_at = time.monotonic(), None
+        return self.process
+
+    def look_after(self, now: float) -> None:
+        """Restart the process when it died and its pause is over."""
+        if self.restart_at is not None:
+            if now >= self.restart_at:
+                self.start()
+            return
+        assert self.process is not None
+        code = self.process.poll()
+        if code is None:
+            if now - self.started >= STABLE_SECONDS:
+                self.deaths = 0
+            return
+        delay = RESTART_DELAYS[min(self.deaths, len(RESTART_DELAYS) - 1)]
+        self.deaths += 1
+        print(f"{self.name} exited with code {code}; starting it again in {delay:g} s", flush=True)
+        self.restart_at = now + delay
+
+
+def stop(services: list[Service]) -> None:
+    running = [s for s in services if s.process and s.process.poll() is None]
+    for service in running:
+        service.process.send_signal(service.stop_signal)
     deadline = time.monotonic() + STOP_GRACE_SECONDS
-    for name, (process, _) in processes.items():
+    for service in running:
         try:
-            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            service.process.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            print(f"{name} did not stop in time; killing it", flush=True)
-            process.kill()
+            print(f"{service.name} did not stop in time; killing it", flush=True)
+            service.process.kill()
 
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def services(redis_argv: list[str] | None, host: str, port: str) -> list[Service]:
+    python = sys.executable
+    found = [Service("redis", redis_argv, signal.SIGTERM)] if redis_argv else []
+    # The worker is stopped at once (SIGQUIT, Celery's cold shutdown): its
+    # jobs' process groups end with it, and the reconciler requeues the jobs
+    # when a worker starts again.
+    found.append(Service("worker", [python, "manage.py", "worker"], signal.SIGQUIT))
+    found.append(Service("web", [python, "-m", "uvicorn", "digitslike.asgi:application", "--host", host,
+                                 "--port", port, "--no-access-log",
+                                 "--timeout-graceful-shutdown", str(WEB_SHUTDOWN_SECONDS)], signal.SIGTERM))
+    return found
+
+
 def main() -> int:
     settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
     call_command("migrate", interactive=False, verbosity=1)
-    processes: dict[str, tuple[subprocess.Popen, int]] = {}
     host, port = os.environ.get("HOST", "127.0.0.1"), os.environ.get("PORT", "8000")
+    started: list[Service] = []
     try:
-        redis_process = start_redis(settings.REDIS_URL)
-        python = sys.executable
-        # The worker is stopped at once (SIGQUIT, Celery's cold shutdown):
-        # its jobs' process groups end with it, and the reconciler requeues
-        # the jobs when a worker starts again.
-        processes["worker"] = (start("worker", [python, "manage.py", "worker"]), signal.SIGQUIT)
-        processes["web"] = (start("web", [python, "-m", "uvicorn", "digitslike.asgi:application",
-                                          "--host", host, "--port", port, "--no-access-log",
-                                          "--timeout-graceful-shutdown", str(WEB_SHUTDOWN_SECONDS)]), signal.SIGTERM)
-        if redis_process:
-            processes["redis"] = (redis_process, signal.SIGTERM)
+        for service in services(redis_command(settings.REDIS_URL), host, port):
+            process = service.start()
+            started.append(service)
+            if service.name == "redis":
+                wait_for_redis(settings.REDIS_URL, process)
         print(f"\n  digitslike is up: http://{host}:{port}/   (Ctrl-C stops it)\n", flush=True)
         signal.signal(signal.SIGTERM, _interrupt)
         while True:
-            for name, (process, _) in processes.items():
-                if process.poll() is not None:
-                    print(f"{name} exited with code {process.returncode}; stopping everything", flush=True)
-                    return 1
+            now = time.monotonic()
+            for service in started:
+                service.look_after(now)
             time.sleep(0.5)
     except KeyboardInterrupt:
         print("\nStopping…", flush=True)
         return 0
     finally:
-        stop(processes)
+        stop(started)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 import redis
 
@@ -99,6 +100,40 @@ def test_it_uses_a_redis_that_answers(launch_dir, tmp_path):
 
 
 def test_a_remote_redis_that_does_not_answer_stops_it_with_a_message(launch_dir, tmp_path):
-    launched = Launch(launch_dir, "redis://192.0.2.1:6379/0", tmp_path / "launch.log")
+    # 127.0.0.2 is not one of the names the launcher starts a Redis for, and nothing listens there.
+    port = free_port()
+    launched = Launch(launch_dir, f"redis://127.0.0.2:{port}/0", tmp_path / "launch.log")
     assert launched.process.wait(60) != 0
-    assert "Redis at 192.0.2.1:6379 does not answer; start it or fix REDIS_URL." in launched.output()
+    assert f"Redis at 127.0.0.2:{port} does not answer; start it or fix REDIS_URL." in launched.output()
+
+
+def service_pid(data_dir: Path, argument: bytes) -> int | None:
+    for pid in processes_using(data_dir):
+        try:
+            if argument in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+def test_a_dead_worker_or_web_server_is_started_again_and_the_rest_keeps_serving(launch_dir, tmp_path):
+    launched = Launch(launch_dir, f"redis://127.0.0.1:{free_port()}/0", tmp_path / "launch.log")
+    launched.wait_up()
+    worker = wait_for(lambda: service_pid(launch_dir, b"worker"), what="the worker process")
+
+    os.kill(worker, signal.SIGKILL)
+    wait_for(lambda: "worker exited with code -9; starting it again in 1 s" in launched.output(),
+             what="the launcher to notice the dead worker")
+    assert httpx.get(f"{launched.url}/login/", timeout=10).status_code == 200, "the web server keeps serving"
+    wait_for(lambda: (service_pid(launch_dir, b"worker") or worker) != worker, what="a new worker")
+
+    web = service_pid(launch_dir, b"digitslike.asgi:application")
+    os.kill(web, signal.SIGKILL)
+    wait_for(lambda: "web exited with code -9; starting it again in 1 s" in launched.output(),
+             what="the launcher to notice the dead web server")
+    wait_answers(launched.process, launched.url, launched.output, timeout=60)
+    assert launched.process.poll() is None
+
+    assert launched.ctrl_c() == 0
+    wait_for(lambda: not processes_using(launch_dir), timeout=15, what="every started process to stop")

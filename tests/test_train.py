@@ -147,6 +147,7 @@ def test_two_processes_with_gloo_match_one_process(tmp_path):
     assert train(double, processes=2) == 0, log_of(double)
 
     assert "2 process(es)" in log_of(double)
+    assert "terminate called" not in log_of(double)
     assert len(of_kind(double, "train")) > common["epochs"], "reports in mid-epoch"
     one, two = of_kind(single, "val"), of_kind(double, "val")
     assert [v["epoch"] for v in one] == [v["epoch"] for v in two]

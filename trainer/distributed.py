@@ -2,12 +2,17 @@
 its device. ``torchrun`` sets RANK, WORLD_SIZE and LOCAL_RANK; a plain
 ``python -m trainer.train`` is rank 0 of 1. The worker restricts
 CUDA_VISIBLE_DEVICES to the job's leased GPUs, so local rank N uses the Nth
-of them."""
+of them.
+
+A training process ends with ``exit_process``, not a normal interpreter
+exit: see its docstring."""
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
+from typing import NoReturn
 
 import torch
 import torch.distributed as dist
@@ -66,3 +71,21 @@ def setup() -> Placement:
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
                                 device_id=device if device.type == "cuda" else None)
     return Placement(rank, world_size, local_rank, device)
+
+
+def exit_process(code: int) -> NoReturn:
+    """End the process now, without Python's finalization.
+
+    PyTorch's C++ threads (gloo's and NCCL's communication workers, the
+    autograd and intra-op pools) can still be finishing work when ``main``
+    returns, and may take the GIL to release a tensor's Python object. During
+    finalization Python 3.11 ends such a thread with ``pthread_exit``, whose
+    unwinding through a ``noexcept`` C++ frame calls ``std::terminate``:
+    "terminate called without an active exception", SIGABRT, and ``torchrun``
+    reports a run that trained to the end as failed. Everything the run must
+    leave (events, checkpoints, the export) is written and closed before this
+    is called; only the standard streams need flushing.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -34,7 +34,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from . import checkpoint, events, lr_policy, solvers, telemetry
 from .data import Augment, Batches, DatasetInfo, Normalizer, load_split
-from .distributed import Placement, setup
+from .distributed import Placement, exit_process, setup
 from .networks import NetworkError, build, summary
 
 REPORT_SECONDS = 0.5     # train events and progress
@@ -508,4 +508,4 @@ def main(config_path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    exit_process(main(sys.argv[1]))

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "datasets",
     "training",
     "devicechecks",
+    "inference",
 ]
 
 MIDDLEWARE = [

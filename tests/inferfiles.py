@@ -13,6 +13,7 @@ import torch
 from PIL import Image
 
 from tests.trainfiles import bars, train_config
+from trainer.datastore import RawSplitWriter
 from trainer.distributed import Placement
 from trainer.train import Run
 
@@ -40,3 +41,39 @@ def bar_images(count: int, size: int = 28, seed: int = 1) -> list[tuple[bytes, i
     """``count`` new bar images as PNG bytes with their labels, the classes in turn."""
     rng = np.random.default_rng(seed)
     return [(png(bars(label % 4, size, rng)), label % 4) for label in range(count)]
+
+
+def square(present: bool, size: int, rng: np.random.Generator, side: int = 6) -> tuple[np.ndarray, tuple[int, int]]:
+    """A noisy size×size grayscale image, with a bright side×side square at
+    a random place when ``present``; returns the image and the square's centre."""
+    image = rng.normal(50, 25, (size, size))
+    top, left = (int(v) for v in rng.integers(1, size - side - 1, 2))
+    if present:
+        image[top:top + side, left:left + side] = 250
+    return np.clip(image, 0, 255).astype(np.uint8)[:, :, None], (top + side // 2, left + side // 2)
+
+
+def make_square_dataset(folder: Path, per_class: int = 150, size: int = 28, seed: int = 0) -> Path:
+    """A built dataset of two classes: "empty" noise and noise with a "square"."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    classes = ["empty", "square"]
+    splits = {}
+    for split, count in (("train", per_class * 2), ("val", 40), ("test", 0)):
+        labels = np.arange(count) % 2
+        writer = RawSplitWriter(folder, split, (size, size, 1), count)
+        if count:
+            images = np.stack([square(bool(label), size, rng)[0] for label in labels])
+            with open(writer.path, "r+b") as handle:
+                handle.seek(writer.header_length)
+                handle.write(images.tobytes())
+            if split == "train":
+                np.save(folder / "mean.npy", images.mean(axis=0).astype(np.float32))
+        for slot, label in enumerate(labels):
+            writer.mark(slot, int(label))
+        writer.close()
+        splits[split] = {"count": count, "per_class": [count // 2, count // 2]}
+    manifest = {"version": 1, "options": {"resize_mode": "squash"}, "classes": classes,
+                "image_shape": [size, size, 1], "encoding": "none", "splits": splits}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder

@@ -1,0 +1,160 @@
+"""A model archive for any snapshot: everything needed to use the model
+without this project.
+
+``model.zip`` holds
+
+- ``weights.safetensors``: the state dict (safetensors: no code in the file);
+- ``model.pt2``: the network as a ``torch.export`` program, loaded with
+  ``torch.export.load(path).module()`` with no code of ours. ``torch.export``
+  rather than TorchScript: ``torch.jit.trace`` fails its own checks on the
+  ViT (its class token), TorchScript is deprecated, and ``torch.export``
+  captures every standard network, with a dynamic batch size;
+- ``model.onnx``: the same program through PyTorch's current ONNX exporter
+  (``dynamo=True``, which needs ``onnxscript``). The older TorchScript-based
+  exporter is deprecated and cannot export AlexNet's adaptive pooling at
+  small image sizes;
+- ``labels.txt``, ``mean.npy`` (what to subtract, in pixel units),
+  ``mean.png``, ``info.json`` (the preprocessing) and a ``README.md`` with
+  a short onnxruntime example.
+
+The archive is written next to its destination and renamed into place, so
+a half-written one is never seen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+from safetensors.torch import save as safetensors_bytes
+
+from trainer.inference.errors import InferenceError
+from trainer.inference.model import Loaded, mean_pixels
+
+MAX_BATCH = 4096
+ARCHIVE_VERSION = 1
+FILES = ("weights.safetensors", "model.pt2", "model.onnx", "labels.txt", "mean.npy", "mean.png", "info.json",
+         "README.md")
+
+README = """\
+# {title}
+
+A {classes}-class image classifier exported from digitslike (snapshot `{snapshot}`).
+
+| file | what |
+| --- | --- |
+| `model.onnx` | the network for any ONNX runtime: input `image`, float32 N×{channels}×{height}×{width}; output `logits` |
+| `model.pt2` | the same as a PyTorch program: `torch.export.load("model.pt2").module()` |
+| `weights.safetensors` | the weights alone |
+| `labels.txt` | the class names, one a line, in output order |
+| `mean.npy`, `mean.png` | what preprocessing subtracts (pixel units, H×W×C) |
+| `info.json` | the preprocessing, below |
+
+Preprocessing: decode as {mode}, resize to {image_width}×{image_height} (this model's dataset used the
+`{resize_mode}` mode; the example squashes, which is the same only for `squash`), scale pixels to
+[0, 1] (× {scale}), subtract `mean.npy` × {scale}, take the centred {width}×{height} window,
+lay out as channels × height × width.
+
+```python
+import json, numpy as np, onnxruntime as ort
+from PIL import Image
+info, labels = json.load(open("info.json")), open("labels.txt").read().splitlines()
+image = Image.open("image.png").convert(info["pil_mode"]).resize((info["image_width"], info["image_height"]), Image.BILINEAR)
+x = np.asarray(image, np.float32).reshape(info["image_height"], info["image_width"], -1) * info["scale"]
+x = x - np.load("mean.npy") * info["scale"]
+top, left = (info["image_height"] - info["height"]) // 2, (info["image_width"] - info["width"]) // 2
+x = x[top:top + info["height"], left:left + info["width"]].transpose(2, 0, 1)[None].astype(np.float32)
+logits = ort.InferenceSession("model.onnx").run(None, {{"image": x}})[0][0]
+print(labels[int(logits.argmax())])
+```
+"""
+
+
+def info(loaded: Loaded) -> dict[str, Any]:
+    """The preprocessing and the model, as ``info.json`` holds them."""
+    (image_height, image_width), (height, width) = loaded.image_size, loaded.input_size
+    return {"version": ARCHIVE_VERSION, "network": loaded.network, "classes": loaded.classes,
+            "snapshot": loaded.snapshot, "channels": loaded.channels, "pil_mode": "L" if loaded.channels == 1 else "RGB",
+            "image_height": image_height, "image_width": image_width, "resize_mode": loaded.resize_mode,
+            "height": height, "width": width, "crop": loaded.normalizer.crop, "mean": loaded.mean_mode,
+            "scale": 1 / 255, "layout": "NCHW", "input": "image", "output": "logits"}
+
+
+def program(loaded: Loaded) -> torch.export.ExportedProgram:
+    """The network as a ``torch.export`` program on the CPU, any batch size."""
+    model = loaded.model.to("cpu")
+    example = torch.zeros(2, loaded.channels, *loaded.input_size)
+    batch = torch.export.Dim("batch", min=1, max=MAX_BATCH)
+    try:
+        return torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
+    except Exception as exc:  # a user's network may do what torch.export cannot capture
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InferenceError(f"The network cannot be exported as a program: {first}") from None
+    finally:
+        loaded.model.to(loaded.device)
+
+
+def onnx_bytes(exported: torch.export.ExportedProgram) -> bytes:
+    """``exported`` as one ONNX file (weights inside), input ``image``, output ``logits``."""
+    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
+        onnx_program = torch.onnx.export(exported, dynamo=True, input_names=["image"], output_names=["logits"],
+                                         external_data=False)
+        path = Path(folder) / "model.onnx"
+        onnx_program.save(path, external_data=False)
+        return path.read_bytes()
+
+
+def _png(pixels: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels).save(out, format="PNG")
+    return out.getvalue()
+
+
+def _npy(array: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.save(out, array)
+    return out.getvalue()
+
+
+def archive_files(loaded: Loaded) -> dict[str, bytes]:
+    """The archive's files by name."""
+    weights = {k: v.detach().cpu().contiguous().clone() for k, v in loaded.model.state_dict().items()}
+    exported = program(loaded)
+    buffer = io.BytesIO()
+    torch.export.save(exported, buffer)
+    mean = mean_pixels(loaded)
+    description = info(loaded)
+    readme = README.format(**{**description, "title": loaded.network.get("name") or loaded.network.get("source"),
+                              "classes": len(loaded.classes), "mode": description["pil_mode"]})
+    return {
+        "weights.safetensors": safetensors_bytes(weights),
+        "model.pt2": buffer.getvalue(),
+        "model.onnx": onnx_bytes(exported),
+        "labels.txt": "".join(f"{name}\n" for name in loaded.classes).encode(),
+        "mean.npy": _npy(mean),
+        "mean.png": _png(np.clip(np.rint(mean), 0, 255).astype(np.uint8)),
+        "info.json": json.dumps(description, indent=1, ensure_ascii=False).encode(),
+        "README.md": readme.encode(),
+    }
+
+
+def export_archive(loaded: Loaded, destination: Path | str) -> Path:
+    """Write the model archive of ``loaded`` to ``destination`` (a .zip); returns it."""
+    destination = Path(destination)
+    files = archive_files(loaded)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    partial = destination.with_name(destination.name + ".partial")
+    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name in FILES:
+            archive.writestr(name, files[name])
+    os.replace(partial, destination)
+    return destination

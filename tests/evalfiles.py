@@ -13,6 +13,7 @@ import torch
 from django.conf import settings
 from PIL import Image
 
+from inference.forms import EvaluationForm
 from jobs.models import Job, Status
 from tests.trainfiles import CLASSES, bars, make_dataset, train_config
 from trainer.distributed import Placement
@@ -57,3 +58,10 @@ def write_bars(folder: Path, labels: list[int], seed: int = 5) -> list[Path]:
         Image.fromarray(bars(label, 28, rng)[:, :, 0]).save(path)
         paths.append(path)
     return paths
+
+
+def submit_list(owner, model: Job, text: str) -> Job:
+    """Queue the evaluation of ``model`` on a text list, as the form does."""
+    form = EvaluationForm({"model": model.pk, "source": "list", "list_text": text, "top_n": 5})
+    assert form.is_valid(), form.errors
+    return form.submit(owner)

@@ -13,9 +13,10 @@ writes the per-image results and their report. Config:
 - ``roots``: the folders lists and folders may name; ``archive_limits``;
   ``top_n``: how many images per class the Top-N lists hold.
 
-It writes ``evaluation/`` in the job folder: ``results.json`` (the rows, see
-``scores``), ``report.json``, ``results.csv`` and, for file sources, each
-image as the network got it (PNG, in the packed store's ``images`` split)
+It writes ``evaluation/`` in the job folder: ``results.json`` (a row per
+image: ``{"index", "name", "label", "top": [[class, probability]…],
+"error"}``), ``report.json`` (``report.report`` in the page's shape),
+``results.csv`` and, for file sources, each image as the network got it (PNG, in the packed store's ``images`` split)
 so the report page never reads the user's files again. The folder is built
 as ``evaluation.partial/`` and moved into place at the end: an aborted or
 failed run leaves nothing half-written. Emits ``progress`` events and a
@@ -43,15 +44,16 @@ from trainer.datastore import EncodedSplitWriter, encode, replace_folder
 from trainer.evaluation_files import CSV, IMAGES, OUTPUT, REPORT, RESULTS
 from trainer.imagelists import Entry, ListError, folder_entries, parse_list
 
-from . import scores
 from .classify import evaluate_split, logits, top_classes
 from .errors import InferenceError
 from .model import Loaded, load_model
 from .preprocess import decode, normalize
+from .report import report as engine_report
 
 BATCH = 64
 PROGRESS_EVERY_SECONDS = 0.5
 DIGITS = 6  # of the probabilities written
+MISTAKES_SHOWN = 500
 
 
 class Progress:
@@ -128,6 +130,21 @@ def entries_of(source: dict[str, Any], classes: list[str], config: dict[str, Any
     return folder_entries(extracted, classes, [extracted.resolve()])
 
 
+def page_report(rows: list[dict[str, Any]], classes: list[str], n: int) -> dict[str, Any]:
+    """``report.report`` of the rows, with images named by their row
+    numbers and the mistakes cut to the most confident ``MISTAKES_SHOWN``."""
+    found = engine_report([{"image": row["index"], "label": row["label"], "error": row["error"],
+                            "top": [{"index": c, "probability": p} for c, p in row["top"]] if row["top"] else None}
+                           for row in rows], classes, n)
+    mistakes = [m["image"] for m in found["mistakes"] or []]
+    return {"classes": classes, "count": found["images"], "classified": found["images"] - found["errors"],
+            "unreadable": found["errors"], "labelled": found["labelled"], "top1": found["top1"], "top5": found["top5"],
+            "per_class": found["per_class"] or [], "confusion": found["confusion"],
+            "mistakes": mistakes[:MISTAKES_SHOWN], "mistakes_total": len(mistakes),
+            "top_n": {"n": n, "classes": [{"most": [s["image"] for s in c["most"]], "least": [s["image"] for s in c["least"]]}
+                                          for c in found["confidence"]]}}
+
+
 def write_csv(path: Path, rows: list[dict[str, Any]], classes: list[str]) -> None:
     with open(path, "w", newline="", encoding="utf-8") as handle:
         out = csv.writer(handle)
@@ -159,7 +176,7 @@ def run(config: dict[str, Any], job_dir: Path, work: Path) -> dict[str, Any]:
     if not any(row["top"] for row in rows):
         first = next((row["error"] for row in rows if row["error"]), "")
         raise InferenceError(f"None of the {len(rows)} file(s) could be used as an image. The first: {first}")
-    report = scores.report(rows, loaded.classes, int(config.get("top_n") or 5))
+    report = page_report(rows, loaded.classes, int(config.get("top_n") or 5))
     report.update(snapshot=loaded.snapshot, note=loaded.note, warnings=warnings, source=source["type"],
                   split=source.get("split"))
     (work / RESULTS).write_text(json.dumps({"rows": rows}, separators=(",", ":")))

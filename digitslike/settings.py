@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "datasets",
     "training",
     "devicechecks",
+    "inference",
 ]
 
 MIDDLEWARE = [

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from datasets.urls import api_urlpatterns as dataset_api
+from inference.urls import api_urlpatterns as inference_api
 from jobs.urls import api_urlpatterns as jobs_api
 from training.urls import api_urlpatterns as training_api
 
@@ -13,9 +14,11 @@ urlpatterns = [
     path("", include("accounts.urls")),
     path("", include("training.urls")),
     path("", include("devicechecks.urls")),
+    path("", include("inference.urls")),
     path("api/", include(jobs_api)),
     path("api/", include(dataset_api)),
     path("api/", include(training_api)),
+    path("api/", include(inference_api)),
     path("api/openapi.json", openapi.schema_view, name="openapi"),
     path("api/", openapi.docs_view, name="api-docs"),
     path("admin/", admin.site.urls),

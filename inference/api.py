@@ -1,0 +1,89 @@
+"""The JSON API of evaluations (see ``inference/openapi.py``): evaluate a
+model on a split, classify many (a list, a folder, an archive), read a
+report and its rows, and Compare a group's models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse
+
+from datasets import uploads
+from digitslike.api import BadRequest, api, json_body
+from jobs import serialize
+from jobs.models import Job
+
+from . import results, services, trained
+from .forms import EvaluationForm, SplitForm
+from .views import _evaluation
+
+
+def _created(job: Job) -> JsonResponse:
+    return JsonResponse({**serialize.job_detail(job), "note": job.params.get("note") or ""}, status=201)
+
+
+def _split_form(request: HttpRequest) -> SplitForm:
+    form = SplitForm({"split": "val", **json_body(request)})
+    if not form.is_valid():
+        raise BadRequest(form.errors.get_json_data())
+    return form
+
+
+@api("POST")
+def evaluate(request: HttpRequest, model_id: int) -> JsonResponse:
+    model = trained.model_or_404(model_id)
+    form = _split_form(request)
+    try:
+        job = services.evaluate(request.user, model, form.cleaned_data["split"], form.cleaned_data["snapshot"])
+    except trained.Unusable as exc:
+        raise BadRequest({exc.field: [str(exc)]}) from None
+    return _created(job)
+
+
+def _defaults() -> dict[str, Any]:
+    return {name: field.initial for name, field in EvaluationForm.base_fields.items() if field.initial is not None}
+
+
+@api("POST")
+def create(request: HttpRequest) -> JsonResponse:
+    """Fields left out take the page's defaults, in a JSON body (lists and
+    folders) as in a multipart one (an archive or a list file)."""
+    if refused := uploads.refusal(request):
+        return refused
+    if request.content_type == "application/json":
+        form = EvaluationForm({**_defaults(), **json_body(request)})
+    else:
+        form = EvaluationForm({**_defaults(), **request.POST.dict()}, request.FILES)
+    if refused := uploads.refusal(request):
+        return refused
+    if not form.is_valid():
+        raise BadRequest(form.errors.get_json_data())
+    return _created(form.submit(request.user))
+
+
+@api("GET")
+def report(request: HttpRequest, job_id: int) -> JsonResponse:
+    job = _evaluation(job_id)
+    found = results.report(job)
+    return JsonResponse({"id": job.pk, "status": job.status, "model": job.params.get("model"),
+                         "note": job.params.get("note") or "", "report": found})
+
+
+@api("GET")
+def rows(request: HttpRequest, job_id: int) -> JsonResponse:
+    try:
+        return JsonResponse(results.select(_evaluation(job_id), request.GET.dict()))
+    except results.BadQuery as exc:
+        raise BadRequest(exc.errors) from None
+
+
+@api("GET", "POST")
+def compare(request: HttpRequest, group: str) -> JsonResponse:
+    if request.method == "GET":
+        return JsonResponse({"group": group, "evaluations": services.compare_rows(group)})
+    form = _split_form(request)
+    try:
+        queued, skipped = services.compare(request.user, group, form.cleaned_data["split"])
+    except trained.Unusable as exc:
+        raise BadRequest({"group": [str(exc)]}) from None
+    return JsonResponse({"jobs": [serialize.job_summary(job) for job in queued], "skipped": skipped}, status=201)

@@ -1,0 +1,15 @@
+from django.apps import AppConfig
+
+
+class InferenceConfig(AppConfig):
+    name = "inference"
+
+    def ready(self) -> None:
+        from jobs.kinds import Category, JobKind, python_module, register, register_category
+
+        from .views import page_context, summary_extra
+
+        register_category(Category("evaluations", "Evaluations", order=25))
+        register(JobKind("evaluation", "Evaluation", "evaluations", python_module("trainer.inference.job"),
+                         page_template="inference/section.html", page_context=page_context,
+                         new_page="new-evaluation", create_endpoint="api-evaluations", summary_extra=summary_extra))

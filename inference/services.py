@@ -1,0 +1,85 @@
+"""Creating evaluations: one model on a split of its dataset (the Evaluate
+button), on files (a list, a server folder, an archive: the form), or every
+model of a group on the same split (Compare)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.urls import reverse
+
+from datasets.folders import roots
+from jobs import services
+from jobs.models import Job
+
+from . import trained
+from .results import summary
+
+KIND = "evaluation"
+TOP_N = 5
+
+
+def resources_like(model: Job) -> dict[str, Any]:
+    """A GPU when the model trained on one, else the CPU."""
+    return {"device": "gpu", "count": 1} if model.resources.get("device") == "gpu" else {"device": "cpu", "count": 1}
+
+
+def params(model: Job, source: dict[str, Any], snapshot: str = "", top_n: int = TOP_N, **extra: Any) -> dict[str, Any]:
+    """The job's config (see ``trainer/inference/job.py``)."""
+    return {"model": model.pk, "model_dir": str(model.folder), "snapshot": snapshot or None, "source": source,
+            "roots": [str(root) for root in roots()], "top_n": top_n,
+            "archive_limits": {"max_total_bytes": settings.ARCHIVE_MAX_BYTES, "max_ratio": settings.ARCHIVE_MAX_RATIO},
+            **extra}
+
+
+def submit(owner: User, model: Job, source: dict[str, Any], *, name: str = "", snapshot: str = "",
+           top_n: int = TOP_N, resources: dict[str, Any] | None = None, group: str = "", notes: str = "",
+           prepare: Callable[[Job], None] | None = None, **extra: Any) -> Job:
+    """Queue an evaluation of ``model`` (checked: ``trained.Unusable``
+    otherwise); anyone signed in may evaluate any model, the job is theirs."""
+    note = trained.check(model, snapshot)
+    if source["type"] == "split":
+        extra["dataset_job"] = model.params.get("dataset")
+        if not trained.split_count(model, source["split"]):
+            raise trained.Unusable(f"The model's dataset has no {trained.SPLITS[source['split']]} images.", "split")
+    job = services.submit(owner, KIND, name or f"Evaluation of {model.name}",
+                          params(model, source, snapshot, top_n, note=note, **extra),
+                          resources or resources_like(model), group=group, notes=notes, prepare=prepare)
+    return job
+
+
+def evaluate(owner: User, model: Job, split: str, snapshot: str = "") -> Job:
+    """The Evaluate button: the model's best snapshot on its validation or test split."""
+    return submit(owner, model, {"type": "split", "split": split}, snapshot=snapshot,
+                  name=f"{model.name}: {trained.SPLITS[split]}")
+
+
+def compare(owner: User, group: str, split: str) -> tuple[list[Job], list[str]]:
+    """Evaluate every model of ``group`` that has a snapshot on ``split``;
+    the evaluations and, for each model left out, why."""
+    queued, skipped = [], []
+    with transaction.atomic():
+        for model in Job.objects.filter(group=group, kind="train").order_by("created_at", "id"):
+            try:
+                queued.append(submit(owner, model, {"type": "split", "split": split},
+                                     name=f"{model.name}: {trained.SPLITS[split]}", compare=group))
+            except trained.Unusable as exc:
+                skipped.append(f"{model.name}: {exc}")
+    if not queued and not skipped:
+        raise trained.Unusable("The group has no model.")
+    return queued, skipped
+
+
+def compare_rows(group: str) -> list[dict[str, Any]]:
+    """Per evaluation queued by a Compare of ``group``, newest first: the
+    model, the split, the status and, once done, the accuracies."""
+    rows = []
+    for job in Job.objects.filter(kind=KIND, params__compare=group).order_by("-created_at", "-id"):
+        rows.append({"id": job.pk, "url": reverse("job", args=[job.pk]), "model": job.params.get("model"),
+                     "name": job.name, "status": job.status,
+                     "progress": job.progress, "split": job.params["source"].get("split"), **summary(job)})
+    return rows

@@ -1,0 +1,160 @@
+// An evaluation's report on its job page: the accuracies, the confusion
+// matrix (click a cell for its images), per-class figures, the mistakes by
+// confidence, Top-N per class, and every image's top 5, paged and filtered.
+// It loads when the evaluation's result event arrives (the page's stream
+// replays it for a finished one).
+import { el } from "../js/format.js";
+import { api, on } from "../js/live.js";
+
+const data = JSON.parse(document.getElementById("evaluation-data").textContent);
+const PAGE_SIZE = 50;
+const CELL_IMAGES = 200;
+let report = null;
+let page = 1;
+
+const $ = (id) => document.getElementById(id);
+
+function percent(value) {
+  return value === null || value === undefined ? "–" : `${(value * 100).toFixed(1)}%`;
+}
+
+function fetchRows(query) {
+  return api("GET", `${data.rows_api}?${new URLSearchParams(query)}`);
+}
+
+function topText(row) {
+  return row.top.length ? `${row.top[0].class} (${percent(row.top[0].probability)})` : row.error;
+}
+
+function figure(row) {
+  const truth = row.label_name === null ? "" : `${row.label_name} → `;
+  return el("figure", { class: row.outcome, dataset: { row: row.index } },
+    row.image ? el("img", { src: row.image, alt: row.name, class: "pixelated" }) : null,
+    el("figcaption", { title: `${row.name}: ${truth}${topText(row)}` }, `${truth}${topText(row)}`));
+}
+
+async function gallery(target, indices) {
+  if (!indices.length) {
+    target.replaceChildren(el("p", { class: "muted" }, "None."));
+    return;
+  }
+  const found = await fetchRows({ rows: indices.join(","), size: indices.length });
+  target.replaceChildren(...found.rows.map(figure));
+}
+
+function showSummary() {
+  const items = [["Top-1", percent(report.top1)], ["Top-5", percent(report.top5)], ["Images", report.count],
+    ["With a label", report.labelled], ["Unreadable", report.unreadable], ["Snapshot", report.snapshot]];
+  $("evaluation-summary").replaceChildren(...items.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  $("evaluation-warnings").textContent = (report.warnings || []).join(" ");
+  $("evaluation-waiting").hidden = true;
+  $("evaluation-report").hidden = false;
+}
+
+async function showCell(label, predicted) {
+  const found = await fetchRows({ label, predicted, size: CELL_IMAGES });
+  const names = report.classes;
+  $("cell-title").textContent = `True ${names[label]}, predicted ${names[predicted]}: ${found.total} image(s)`;
+  $("cell-images").replaceChildren(...found.rows.map(figure));
+  $("cell").hidden = false;
+}
+
+function showConfusion() {
+  if (!report.confusion) return;
+  const names = report.classes;
+  const chart = $("confusion-chart");
+  window.Plotly.newPlot(chart, [{
+    type: "heatmap", z: report.confusion, x: names, y: names, colorscale: "Blues", xgap: 1, ygap: 1,
+    hovertemplate: "true %{y}<br>predicted %{x}<br>%{z} image(s)<extra></extra>",
+  }], {
+    margin: { t: 10, l: 100, b: 80, r: 10 },
+    xaxis: { title: { text: "Predicted" }, type: "category" },
+    yaxis: { title: { text: "True" }, type: "category", autorange: "reversed" },
+  }, { responsive: true, displayModeBar: false });
+  chart.on("plotly_click", (event) => {
+    const point = event.points[0];
+    showCell(names.indexOf(point.y), names.indexOf(point.x));
+  });
+  $("confusion").hidden = false;
+}
+
+function showPerClass() {
+  if (!report.per_class.length) return;
+  $("per-class-table").tBodies[0].replaceChildren(...report.per_class.map((c) => el("tr", {},
+    el("td", {}, c.class), el("td", {}, c.count), el("td", {}, c.predicted), el("td", {}, percent(c.precision)),
+    el("td", {}, percent(c.recall)), el("td", {}, percent(c.accuracy)))));
+  $("per-class").hidden = false;
+}
+
+function showMistakes() {
+  if (!report.labelled) return;
+  $("mistakes-count").textContent = report.mistakes_total > report.mistakes.length
+    ? `The ${report.mistakes.length} most confident of ${report.mistakes_total} mistakes.`
+    : `${report.mistakes_total} mistake(s).`;
+  gallery($("mistakes-images"), report.mistakes);
+  $("mistakes").hidden = false;
+}
+
+function showTopN() {
+  const select = $("top-n-class");
+  select.replaceChildren(...report.classes.map((name, i) => el("option", { value: i }, name)));
+  const show = () => {
+    const lists = report.top_n.classes[Number(select.value)];
+    gallery($("top-n-most"), lists.most);
+    gallery($("top-n-least"), lists.least);
+  };
+  select.addEventListener("change", show);
+  show();
+  $("top-n").hidden = false;
+}
+
+function rowLine(row) {
+  return el("tr", { class: row.outcome },
+    el("td", {}, row.index),
+    el("td", {}, row.image ? el("img", { src: row.image, alt: row.name, class: "pixelated thumb" }) : ""),
+    el("td", {}, row.name),
+    el("td", {}, row.label_name ?? ""),
+    el("td", {}, row.top.length ? row.top.map((t) => `${t.class} ${percent(t.probability)}`).join(" · ") : row.error));
+}
+
+async function showRows() {
+  const query = { page, size: PAGE_SIZE };
+  for (const [key, id] of [["label", "filter-label"], ["predicted", "filter-predicted"], ["outcome", "filter-outcome"]]) {
+    if ($(id).value !== "") query[key] = $(id).value;
+  }
+  const found = await fetchRows(query);
+  const pages = Math.max(1, Math.ceil(found.total / PAGE_SIZE));
+  $("rows-table").tBodies[0].replaceChildren(...found.rows.map(rowLine));
+  $("rows-where").textContent = `page ${page} of ${pages} · ${found.total} image(s)`;
+  $("rows-previous").disabled = page <= 1;
+  $("rows-next").disabled = page >= pages;
+}
+
+function setUpRows() {
+  for (const id of ["filter-label", "filter-predicted"]) {
+    $(id).append(...report.classes.map((name, i) => el("option", { value: i }, name)));
+  }
+  for (const id of ["filter-label", "filter-predicted", "filter-outcome"]) {
+    $(id).addEventListener("change", () => { page = 1; showRows(); });
+  }
+  $("rows-previous").addEventListener("click", () => { page -= 1; showRows(); });
+  $("rows-next").addEventListener("click", () => { page += 1; showRows(); });
+  showRows();
+  $("rows").hidden = false;
+}
+
+async function load() {
+  if (report) return;
+  const found = await api("GET", data.report_api);
+  if (!found.report || report) return;
+  report = found.report;
+  showSummary();
+  showConfusion();
+  showPerClass();
+  showMistakes();
+  showTopN();
+  setUpRows();
+}
+
+on("result", load);
+if (data.done) load();

@@ -1,0 +1,19 @@
+from django.urls import path
+
+from . import api, views
+
+urlpatterns = [
+    path("evaluations/new/", views.new_evaluation, name="new-evaluation"),
+    path("models/<int:model_id>/evaluate", views.evaluate, name="model-evaluate"),
+    path("compare/<path:group>", views.compare, name="group-compare"),
+    path("evaluations/<int:job_id>/images/<int:index>.png", views.image, name="evaluation-image"),
+    path("evaluations/<int:job_id>/download/<str:what>", views.download, name="evaluation-download"),
+]
+
+api_urlpatterns = [
+    path("models/<int:model_id>/evaluate", api.evaluate, name="api-model-evaluate"),
+    path("evaluations", api.create, name="api-evaluations"),
+    path("evaluations/<int:job_id>/report", api.report, name="api-evaluation-report"),
+    path("evaluations/<int:job_id>/rows", api.rows, name="api-evaluation-rows"),
+    path("compare/<path:group>", api.compare, name="api-compare"),
+]

@@ -1,0 +1,115 @@
+"""The evaluation pages: New evaluation, the Evaluate button of a model's
+page, Compare on a group page, the report section of the job page and the
+files it serves (each row's image, the JSON and CSV downloads)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from jobs.models import Job
+from trainer.evaluation_files import CSV, REPORT, RESULTS
+
+from . import results, services, trained
+from .forms import EvaluationForm, SplitForm
+
+DOWNLOADS = {"json": (RESULTS, "application/json"), "csv": (CSV, "text/csv"), "report": (REPORT, "application/json")}
+
+
+def _evaluation(job_id: int) -> Job:
+    return get_object_or_404(Job, pk=job_id, kind=services.KIND)
+
+
+@login_required
+def new_evaluation(request: HttpRequest) -> HttpResponse:
+    initial = {"model": request.GET.get("model"), "source": "list"}
+    form = EvaluationForm(request.POST or None, request.FILES or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        job = form.submit(request.user)
+        return redirect("job", job.pk)
+    return render(request, "inference/new.html", {"form": form})
+
+
+@login_required
+@require_POST
+def evaluate(request: HttpRequest, model_id: int) -> HttpResponse:
+    model = trained.model_or_404(model_id)
+    form = SplitForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose the validation or the test split.")
+        return redirect("job", model.pk)
+    try:
+        job = services.evaluate(request.user, model, form.cleaned_data["split"], form.cleaned_data["snapshot"])
+    except trained.Unusable as exc:
+        messages.error(request, str(exc))
+        return redirect("job", model.pk)
+    if note := job.params.get("note"):
+        messages.info(request, note)
+    return redirect("job", job.pk)
+
+
+@login_required
+@require_POST
+def compare(request: HttpRequest, group: str) -> HttpResponse:
+    form = SplitForm(request.POST)
+    split = form.cleaned_data["split"] if form.is_valid() else "val"
+    try:
+        queued, skipped = services.compare(request.user, group, split)
+    except trained.Unusable as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Evaluating {len(queued)} model(s) on the {trained.SPLITS[split]} split.")
+        for reason in skipped:
+            messages.warning(request, f"Left out {reason}")
+    return redirect(reverse("group", args=[group]) + "#compare")
+
+
+@login_required
+def image(request: HttpRequest, job_id: int, index: int) -> HttpResponse:
+    found = results.image(_evaluation(job_id), index)
+    if found is None:
+        raise Http404("No such image.")
+    response = HttpResponse(found, content_type="image/png")
+    response["Cache-Control"] = "private, max-age=86400"
+    return response
+
+
+@login_required
+def download(request: HttpRequest, job_id: int, what: str) -> FileResponse:
+    job = _evaluation(job_id)
+    if what not in DOWNLOADS:
+        raise Http404("No such file.")
+    name, content_type = DOWNLOADS[what]
+    path = results.folder(job) / name
+    if not path.is_file():
+        raise Http404("The evaluation has no results yet.")
+    return FileResponse(open(path, "rb"), content_type=content_type, as_attachment=True,
+                        filename=f"evaluation-{job.pk}-{name}")
+
+
+def page_context(job: Job) -> dict[str, Any]:
+    """What the job page shows of an evaluation (``JobKind.page_context``)."""
+    model = Job.objects.filter(pk=job.params.get("model"), kind="train").first()
+    return {"evaluation": {
+        "job": job.pk,
+        "done": results.report(job) is not None,
+        "model": {"id": model.pk, "name": model.name, "url": reverse("job", args=[model.pk])} if model else None,
+        "source": job.params.get("source", {}).get("type"),
+        "split": job.params.get("source", {}).get("split"),
+        "note": job.params.get("note") or "",
+        "report_api": reverse("api-evaluation-report", args=[job.pk]),
+        "rows_api": reverse("api-evaluation-rows", args=[job.pk]),
+        "downloads": {what: reverse("evaluation-download", args=[job.pk, what]) for what in DOWNLOADS},
+    }}
+
+
+def summary_extra(job: Job) -> dict[str, Any]:
+    """A finished evaluation's accuracies in the job lists (``JobKind.summary_extra``)."""
+    found = results.summary(job)
+    return {"top1": found.get("top1"), "top5": found.get("top5")} if found else {}

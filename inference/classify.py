@@ -1,0 +1,121 @@
+"""Classify one: a model's answer for one image, from the warm model server
+(``trainer.modelserver``, reached through the torch-free
+``trainer.modelclient``): the top five classes, the input as the network
+saw it and the time it took; with ``visualize`` every layer and a saliency
+map; with a ``class`` the saliency map of that class.
+
+Refusals are ``Refused`` with the HTTP status they mean: 400 with field
+messages for bad input, 404 for a model or snapshot that is gone, 503 when
+no model server answers."""
+
+from __future__ import annotations
+
+import time
+from functools import cache
+from typing import Any
+
+import redis
+from django.conf import settings
+
+from jobs.models import Job
+from trainer import jobfiles, modelclient
+
+from . import trained
+
+CLASSIFY_SECONDS = 30
+VISUALIZE_SECONDS = 120  # every layer's pictures of a large network, on a busy CPU
+PNG_URL = "data:image/png;base64,"
+# How the model server's messages about the image itself begin
+# (``trainer.inference.preprocess.decode``); its other refusals are about the model.
+IMAGE_MESSAGES = ("The image", "The file")
+
+
+class Refused(Exception):
+    """``errors`` maps fields to messages (a 400); otherwise ``str(exc)`` is the message."""
+
+    def __init__(self, message: str, status: int, errors: dict[str, list[str]] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.errors = status, errors
+
+
+@cache
+def model_server() -> redis.Redis:
+    """A connection whose reads outlast the longest wait for an answer (a
+    blocking pop): redis-py's default read timeout is five seconds."""
+    return redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=VISUALIZE_SECONDS + 5)
+
+
+def _ask(model: Job, image: bytes, operation: str, snapshot: str | None, class_index: int | None,
+         source: str) -> dict[str, Any]:
+    timeout = VISUALIZE_SECONDS if operation != "classify" else CLASSIFY_SECONDS
+    try:
+        return modelclient.classify(model_server(), settings.REDIS_PREFIX, model.pk, image, operation=operation,
+                                    snapshot=snapshot, class_index=class_index, timeout=timeout)
+    except modelclient.ModelServerUnavailable as exc:
+        raise Refused(str(exc), 503) from None
+    except modelclient.ModelServerError as exc:
+        if exc.code == "not_found":
+            raise Refused(str(exc), 404) from None
+        if exc.code == "bad_input":
+            field = source if str(exc).startswith(IMAGE_MESSAGES) else "model"
+            raise Refused(str(exc), 400, {field: [str(exc)]}) from None
+        raise Refused(str(exc), 500) from None
+
+
+def problem(model: Job) -> str:
+    """Why the model cannot classify now, for the user; "" when it can."""
+    try:
+        trained.check(model, "")
+        trained.classes(model)
+    except trained.Unusable as exc:
+        return str(exc)
+    return ""
+
+
+def _check(model: Job, snapshot: str) -> None:
+    """The web's own look at the model (no torch): refused when it cannot answer."""
+    if reason := problem(model):
+        raise Refused(reason, 400, {"model": [reason]})
+    names = trained.snapshots(model)
+    if snapshot and snapshot not in (*names, jobfiles.BEST, jobfiles.LAST):
+        raise Refused(f"The model has no snapshot {snapshot!r}; it has {', '.join(names)}.", 404)
+
+
+def _picture(encoded: str | None) -> str | None:
+    return PNG_URL + encoded if encoded else None
+
+
+def _layer(layer: dict[str, Any]) -> dict[str, Any]:
+    weights = layer["weights"]
+    if weights is not None:
+        weights = {**weights, "filters": _picture(weights.get("filters"))}
+    return {**layer, "activations": _picture(layer["activations"]), "weights": weights}
+
+
+def _saliency(found: dict[str, Any]) -> dict[str, Any]:
+    saliency = found["saliency"]
+    return {"index": saliency["index"], "class": saliency["class"], "peak": saliency["peak"],
+            "image": _picture(saliency["png"])}
+
+
+def classify(model: Job, image: bytes, *, source: str = "image", snapshot: str = "", visualize: bool = False,
+             class_index: int | None = None) -> dict[str, Any]:
+    """The answer for ``image`` (the file's bytes; ``source`` names the
+    field it came from, for messages). See the module's docstring."""
+    _check(model, snapshot)
+    started = time.perf_counter()
+    operation = "inspect" if visualize else "saliency" if class_index is not None else "classify"
+    found = _ask(model, image, operation, snapshot or None, class_index, source)
+    answer = {"model": model.pk, "snapshot": found["snapshot"], "note": found["note"] or "",
+              "top": found["top"], "seen": _picture(found["seen"]), "loaded_now": found["loaded_now"],
+              "seconds": found["seconds"]}
+    if visualize:
+        inside = found["inspect"]
+        answer.update(layers=[_layer(layer) for layer in inside["layers"]], params=inside["params"],
+                      trainable=inside["trainable"])
+        found = _ask(model, image, "saliency", snapshot or None, class_index, source)
+        answer["seconds"] += found["seconds"]
+    if "saliency" in found:
+        answer["saliency"] = _saliency(found)
+    answer["total_seconds"] = time.perf_counter() - started
+    return answer

@@ -1,7 +1,7 @@
 """``python -m digitslike.launch``: migrate, make sure Redis answers, then run
-the web server and one worker until Ctrl-C, which stops all of them. A process
-that dies meanwhile (killed, out of memory) is started again after a pause
-that grows while it keeps dying; the others keep serving.
+the web server, one worker and the model server until Ctrl-C, which stops all
+of them. A process that dies meanwhile (killed, out of memory) is started
+again after a pause that grows while it keeps dying; the others keep serving.
 
 Redis: ``REDIS_URL`` is used when it answers. Otherwise, for a local URL, a
 ``redis-server`` is started with its data and append-only file under
@@ -163,6 +163,11 @@ def services(redis_argv: list[str] | None, host: str, port: str) -> list[Service
     # jobs' process groups end with it, and the reconciler requeues the jobs
     # when a worker starts again.
     found.append(Service("worker", [python, "manage.py", "worker"], signal.SIGQUIT))
+    # The model server keeps trained models warm for Classify one; it reads
+    # the job folders under DATA_DIR and answers over the same Redis.
+    found.append(Service("modelserver", [python, "-m", "trainer.modelserver", "--redis-url", settings.REDIS_URL,
+                                         "--prefix", settings.REDIS_PREFIX, "--data-dir", str(settings.DATA_DIR)],
+                         signal.SIGTERM))
     found.append(Service("web", [python, "-m", "uvicorn", "digitslike.asgi:application", "--host", host,
                                  "--port", port, "--no-access-log", "--lifespan", "off",
                                  "--timeout-graceful-shutdown", str(WEB_SHUTDOWN_SECONDS)], signal.SIGTERM))

@@ -1,5 +1,5 @@
 """docker-compose.yml cannot run here (no Docker daemon, no GPU), so this
-checks what it promises: the four services, the GPU reservation, AOF, and
+checks what it promises: the five services, the GPU reservations, AOF, and
 volumes for the data folder and the databases."""
 
 from pathlib import Path
@@ -10,14 +10,24 @@ COMPOSE = yaml.safe_load((Path(__file__).resolve().parent.parent / "docker-compo
 SERVICES = COMPOSE["services"]
 
 
-def test_it_names_the_four_services():
-    assert set(SERVICES) == {"web", "worker", "redis", "postgres"}
+def test_it_names_the_five_services():
+    assert set(SERVICES) == {"web", "worker", "modelserver", "redis", "postgres"}
 
 
 def test_the_worker_reserves_nvidia_gpus_and_runs_the_worker_command():
     devices = SERVICES["worker"]["deploy"]["resources"]["reservations"]["devices"]
     assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
     assert SERVICES["worker"]["command"] == "python manage.py worker"
+
+
+def test_the_model_server_runs_beside_the_worker_on_the_same_data_and_redis():
+    service = SERVICES["modelserver"]
+    assert service["command"] == "python -m trainer.modelserver"
+    assert "data:/data" in service["volumes"]
+    assert service["environment"]["REDIS_URL"] == "redis://redis:6379/0"
+    assert service["environment"]["MODEL_SERVER_DEVICE"] == "${MODEL_SERVER_DEVICE:-cpu}"
+    devices = service["deploy"]["resources"]["reservations"]["devices"]
+    assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
 
 
 def test_redis_keeps_an_append_only_file_on_a_volume():

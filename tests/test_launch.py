@@ -62,7 +62,7 @@ def launch_dir(tmp_path):
         os.kill(pid, signal.SIGKILL)
 
 
-def test_it_starts_redis_worker_and_web_prints_the_url_and_ctrl_c_stops_all(launch_dir, tmp_path):
+def test_it_starts_redis_worker_model_server_and_web_prints_the_url_and_ctrl_c_stops_all(launch_dir, tmp_path):
     redis_url = f"redis://127.0.0.1:{free_port()}/0"
     first = Launch(launch_dir, redis_url, tmp_path / "first.log")
     first.wait_up()
@@ -72,7 +72,9 @@ def test_it_starts_redis_worker_and_web_prints_the_url_and_ctrl_c_stops_all(laun
     assert redis.Redis.from_url(redis_url).config_get("appendonly") == {"appendonly": "yes"}
     assert (launch_dir / "redis").is_dir()
     wait_for(lambda: redis.Redis.from_url(redis_url).keys("dllaunch:celery:*"), what="the worker to reach Redis")
-    assert len(processes_using(launch_dir)) >= 3  # Redis, worker, web
+    wait_for(lambda: redis.Redis.from_url(redis_url).exists("dllaunch:modelserver:alive"), timeout=60,
+             what="the model server to reach Redis")
+    assert len(processes_using(launch_dir)) >= 4  # Redis, worker, model server, web
     style = httpx.get(f"{first.url}/static/css/app.css", timeout=10)
     assert style.status_code == 200 and "max-age" in style.headers["cache-control"]
     for noise in ("lifespan", "StreamingHttpResponse"):

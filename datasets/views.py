@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from digitslike.api import error
 from jobs.models import Job
 from trainer.datastore import png_bytes
 from trainer.imageio import ImageError, load_image, resize
@@ -41,7 +42,7 @@ def new_dataset(request: HttpRequest) -> HttpResponse:
             url = reverse("job", args=[job.pk])
             return JsonResponse({"url": url, "id": job.pk}, status=201) if wants_json else redirect(url)
         if wants_json:
-            return JsonResponse({"error": "The form has errors.", "errors": form.errors.get_json_data()}, status=400)
+            return error("The form has errors.", 400, errors=form.errors.get_json_data())
     else:
         form = DatasetForm()
     context = {"form": form, "roots": settings.DATASET_ROOTS, "upload_max": settings.UPLOAD_MAX_BYTES}
@@ -58,23 +59,23 @@ def preview(request: HttpRequest) -> HttpResponse:
         if not (1 <= width <= 4096 and 1 <= height <= 4096):
             raise ValueError
     except ValueError:
-        return JsonResponse({"error": "Width and height must be whole numbers from 1 to 4096."}, status=400)
+        return error("Width and height must be whole numbers from 1 to 4096.", 400)
     mode = request.POST.get("resize_mode", "squash")
     channels = 1 if request.POST.get("image_type") == "grayscale" else 3
     try:
         if "image" in request.FILES:
             source = request.FILES["image"].read()
         elif not request.POST.get("folder"):
-            return JsonResponse({"error": "Choose an image, or a training folder first."}, status=400)
+            return error("Choose an image, or a training folder first.", 400)
         else:
             source = first_file(Path(listing(request.POST["folder"])["path"]))
             if source is None:
-                return JsonResponse({"error": "That folder holds no files to preview."}, status=400)
+                return error("That folder holds no files to preview.", 400)
         pixels = resize(load_image(source, channels), width, height, mode, np.random.default_rng(0))
     except (OutsideRoots, ImageError) as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
+        return error(str(exc), 400)
     except ValueError as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
+        return error(str(exc), 400)
     return HttpResponse(png_bytes(pixels), content_type="image/png")
 
 

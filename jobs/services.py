@@ -12,19 +12,12 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from digitslike.api import ActionError
+
 from . import bus, kinds
 from .events import publish
 from .models import ACTIVE, PENDING, Job, JobTransition, Status
 from .queue import enqueue
-
-
-class ActionError(Exception):
-    """A request that does not fit the job's state or the user's rights."""
-
-    def __init__(self, message: str, status: int = 409) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
 
 
 def require_change(job: Job, user: User) -> None:

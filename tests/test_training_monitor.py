@@ -8,6 +8,7 @@ import json
 import pytest
 from django.test import Client
 
+from digitslike.api import ActionError
 from jobs import queue, services
 from jobs.bus import client as redis_client
 from jobs.models import Job, Status
@@ -184,7 +185,7 @@ def test_resume_queues_an_aborted_job_with_a_checkpoint_again(alice, django_capt
 
 def test_resume_refuses_jobs_it_cannot_carry_on_and_other_users(alice, bob, staff):
     failed = with_checkpoint(train_job(alice, status=Status.FAILED, name="failed"))
-    with pytest.raises(services.ActionError) as refused:
+    with pytest.raises(ActionError) as refused:
         services.resume(failed, bob)
     assert refused.value.status == 403
     cases = {
@@ -194,12 +195,12 @@ def test_resume_refuses_jobs_it_cannot_carry_on_and_other_users(alice, bob, staf
     }
     for what, (job, message) in cases.items():
         assert not services.resumable(job), what
-        with pytest.raises(services.ActionError) as refused:
+        with pytest.raises(ActionError) as refused:
             services.resume(job, staff)
         assert refused.value.status == 409 and message in refused.value.message, what
         assert Job.objects.get(pk=job.pk).status == job.status
     check = Job.objects.create(kind="devicecheck", name="c", owner=alice, params={}, resources={}, status=Status.FAILED)
-    with pytest.raises(services.ActionError, match="A device check job cannot be resumed"):
+    with pytest.raises(ActionError, match="A device check job cannot be resumed"):
         services.resume(check, alice)
 
 

@@ -13,6 +13,7 @@ from django.http import Http404
 from django.urls import reverse
 
 from datasets import store
+from digitslike.api import ActionError
 from jobs import serialize, services
 from jobs.models import ACTIVE, Job, Status
 from trainer import jobfiles
@@ -132,10 +133,10 @@ def request_profile(job: Job, user: Any) -> Job:
     file, profiles, deletes the file and reports a ``profile`` event."""
     services.require_change(job, user)
     if job.kind != "train":
-        raise services.ActionError("Only training jobs can be profiled.")
+        raise ActionError("Only training jobs can be profiled.")
     job.refresh_from_db(fields=["status"])
     if job.status != Status.RUNNING:
-        raise services.ActionError(
+        raise ActionError(
             f"The job is {job.get_status_display().lower()}; only a running training job can be profiled.")
     (job.folder / jobfiles.PROFILE_REQUEST).touch()
     return job

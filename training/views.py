@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from digitslike.api import BadRequest, json_body
+from digitslike.api import BadRequest, bad_request_message, error, json_body
 from jobs import services as job_services
 from jobs.models import Job
 from jobs.views import _act
@@ -73,9 +73,7 @@ def preview(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _json_error(exc: BadRequest) -> JsonResponse:
-    messages = [f"{field}: {e['message']}" if field != "__all__" else e["message"]
-                for field, errors in exc.errors.items() for e in errors]
-    return JsonResponse({"error": " ".join(messages), "errors": exc.errors}, status=400)
+    return error(bad_request_message(exc.errors), 400, errors=exc.errors)
 
 
 @login_required
@@ -93,7 +91,7 @@ def customize(request: HttpRequest) -> JsonResponse:
     name = request.GET.get("name", "")
     known = catalog.networks()
     if name not in known:
-        return JsonResponse({"error": f"Unknown standard network {name!r}; known: {', '.join(known)}."}, status=400)
+        return error(f"Unknown standard network {name!r}; known: {', '.join(known)}.", 400)
     return JsonResponse(catalog.customize(name))
 
 
@@ -109,22 +107,22 @@ def visualize(request: HttpRequest) -> JsonResponse:
     try:
         dataset, info = services.built_dataset(body.get("dataset"))
     except ValidationError as exc:
-        return JsonResponse({"error": "Choose a dataset first: " + " ".join(exc.messages)}, status=400)
+        return error("Choose a dataset first: " + " ".join(exc.messages), 400)
     try:
         network = services.checked_network(body.get("network"), request.user)
     except ValueError as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
+        return error(str(exc), 400)
     height, width, channels = info["image_shape"]
     crop = body.get("crop")
     if crop is not None:
         if not isinstance(crop, int) or isinstance(crop, bool) or not 0 < crop <= min(height, width):
-            return JsonResponse({"error": f"The crop must be a whole number that fits in the dataset's {width}×{height} "
-                                          "images."}, status=400)
+            return error(f"The crop must be a whole number that fits in the dataset's {width}×{height} "
+                                          "images.", 400)
         height = width = crop
     classes = len(info["classes"])
     answer = catalog.inspect(network, channels, classes, height, width)
     if not answer.get("ok"):
-        return JsonResponse({"error": answer.get("error") or "The network does not build."}, status=400)
+        return error(answer.get("error") or "The network does not build.", 400)
     return JsonResponse({"summary": answer["summary"], "input": [channels, height, width], "classes": classes,
                          "dataset": dataset.pk})
 

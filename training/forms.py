@@ -189,7 +189,9 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
     batch_accumulation = forms.IntegerField(min_value=1, max_value=1024, initial=1, label="Batch accumulation",
                                             help_text="Batches whose gradients are summed before each update.")
 
-    solver = forms.ChoiceField(choices=[], initial="sgd", label="Solver")
+    solver = forms.ChoiceField(choices=[], initial="momentum", label="Solver",
+                               help_text="SGD with momentum 0.9 is torchvision's reference default; "
+                                         "DIGITS' default was plain SGD, which ignores the momentum.")
     momentum = _float("Momentum", 0.9, maximum=0.999)
     weight_decay = _float("Weight decay", 0.0001)
     label_smoothing = _float("Label smoothing", 0.0, maximum=0.99)

@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from digitslike.api import error
+from digitslike.files import streamed_asynchronously
 from jobs.models import Job
 from trainer.datastore import png_bytes
 from trainer.imageio import ImageError, load_image, resize
@@ -123,7 +124,7 @@ def mean_image(request: HttpRequest, job_id: int) -> FileResponse:
     path = store.folder(store.job_or_404(job_id)) / "mean.png"
     if not path.exists():
         raise Http404("This dataset has no mean image.")
-    return FileResponse(open(path, "rb"), content_type="image/png")
+    return streamed_asynchronously(request, FileResponse(open(path, "rb"), content_type="image/png"))
 
 
 @login_required

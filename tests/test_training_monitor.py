@@ -7,6 +7,7 @@ import json
 
 import pytest
 from django.test import Client
+from django.utils.text import slugify
 
 from digitslike.api import ActionError
 from jobs import queue, services
@@ -106,7 +107,8 @@ def test_the_files_view_serves_run_files_only(alice, bob):
 
     snapshot = client.get(f"/jobs/{job.pk}/files/checkpoints/epoch-0-50.pt")
     assert snapshot.status_code == 200 and b"".join(snapshot.streaming_content) == b"weights"
-    assert "attachment" in snapshot["Content-Disposition"]
+    assert snapshot["Content-Disposition"] == f'attachment; filename="{slugify(job.name)}-epoch-0-50.pt"'
+    assert snapshot["Content-Type"] == "application/octet-stream"
     image = client.get(f"/jobs/{job.pk}/files/visuals/filters-200.png")
     assert image.status_code == 200 and image["Content-Type"] == "image/png"
     assert "attachment" not in image.get("Content-Disposition", "")

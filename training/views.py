@@ -6,6 +6,7 @@ the group page. The JSON API is in ``api``."""
 from __future__ import annotations
 
 import mimetypes
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -13,9 +14,11 @@ from django.forms import ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
 from digitslike.api import BadRequest, bad_request_message, error, json_body
+from digitslike.files import streamed_asynchronously
 from jobs import services as job_services
 from jobs.models import Job
 from jobs.views import _act
@@ -27,6 +30,7 @@ from .jsondata import api_data
 
 # Images are shown in the page; everything else is a download.
 INLINE_TYPES = ("image/png",)
+MODEL_SUFFIXES = (".pt", ".pth", ".pt2", ".safetensors", ".onnx")
 
 
 # ---- the New model page --------------------------------------------------------------
@@ -172,9 +176,19 @@ def job_file(request: HttpRequest, job_id: int, relative: str) -> FileResponse:
     target = services.served_path(job, relative)
     if target is None:
         raise Http404("No such file.")
-    content_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-    return FileResponse(open(target, "rb"), content_type=content_type,
-                        as_attachment=content_type not in INLINE_TYPES, filename=target.name)
+    content_type = file_type(target)
+    attachment = content_type not in INLINE_TYPES
+    return streamed_asynchronously(request, FileResponse(
+        open(target, "rb"), content_type=content_type, as_attachment=attachment,
+        filename=f"{slugify(job.name) or f'job-{job.pk}'}-{target.name}" if attachment else target.name))
+
+
+def file_type(path: Path) -> str:
+    """What a browser should take the file for: model files (which the
+    system's MIME table does not know, or takes for something else) are plain bytes."""
+    if path.suffix in MODEL_SUFFIXES:
+        return "application/octet-stream"
+    return mimetypes.guess_type(path.name)[0] or "application/octet-stream"
 
 
 @login_required

@@ -156,6 +156,7 @@ def page_context(job: Job) -> dict[str, Any]:
         "job": job.pk,
         "status": job.status,
         "epochs": job.params.get("epochs"),
+        "classes": services.dataset_classes(job.params.get("dataset")),
         "files_url": reverse("job-file", args=[job.pk, "_"])[:-1],
         "profile_api": reverse("api-job-profile", args=[job.pk]),
         "job_api": reverse("api-job", args=[job.pk]),

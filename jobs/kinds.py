@@ -14,6 +14,7 @@ a category that no app registered.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -38,6 +39,9 @@ class Category:
     # The text of a link from each group of this tab to the group's page
     # (empty: no link).
     group_link: str = ""
+
+
+SettingsGroup = tuple[str, list[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,12 @@ class JobKind:
     dependents: Callable[[Job], Iterable[Job]] | None = None
     # What the kind adds to a job's summary (the lists and the home page).
     summary_extra: Callable[[Job], dict[str, Any]] | None = None
+    # The job's settings as users may see them, in the API and on the page:
+    # its params without server paths (default: the params as they are).
+    public_params: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # The job page's settings table: (group title, [(label, value)]) in the
+    # order of the form that made the job (default: one row per parameter).
+    settings: Callable[[Job], list[SettingsGroup]] | None = None
 
 
 _categories: dict[str, Category] = {}
@@ -93,6 +103,18 @@ def all_kinds() -> list[JobKind]:
     """Every kind, in the order of their categories' tabs."""
     order = {name: position for position, name in enumerate(c.name for c in categories())}
     return sorted(_kinds.values(), key=lambda kind: order.get(kind.category, len(order)))
+
+
+def public_params(job: Job) -> dict[str, Any]:
+    kind = find(job.kind)
+    return kind.public_params(job.params) if kind and kind.public_params else job.params
+
+
+def settings_table(job: Job) -> list[SettingsGroup]:
+    kind = find(job.kind)
+    if kind and kind.settings:
+        return kind.settings(job)
+    return [("Settings", [(name, json.dumps(value)) for name, value in public_params(job).items()])]
 
 
 def categories() -> list[Category]:

@@ -48,7 +48,7 @@ def job_detail(job: Job) -> dict[str, Any]:
     return {
         **job_summary(job),
         "notes": job.notes,
-        "params": job.params,
+        "params": kinds.public_params(job),
         "resources": job.resources,
         "held": job.held,
         "worker": job.worker,

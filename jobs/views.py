@@ -70,6 +70,8 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
             for e in history if e["kind"] == "status"
         ],
         "edit_form": JobEditForm(instance=job),
+        "settings_table": kinds.settings_table(job),
+        "settings_json": kinds.public_params(job),
     }
     kind = kinds.get(job.kind)
     if kind.page_template:

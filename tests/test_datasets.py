@@ -272,3 +272,17 @@ def test_uploaded_text_lists(client, roots, worker, tmp_path):
     job = built(response.json()["id"])
     assert manifest(job)["splits"]["train"]["per_class"] == [2, 2]
     assert (job.folder / "upload" / "train_list.txt").read_text().startswith("red/000.png 1")
+
+
+def test_the_settings_show_the_users_names_and_no_server_path(client, roots, tmp_path):
+    archive = tar_of(class_folders(tmp_path / "photos", {"red": 2, "blue": 2}), tmp_path / "mine.tar")
+    with open(archive, "rb") as upload:
+        answer = client.post("/api/datasets", {"name": "from tar", "source": "archive", "archive": upload})
+    assert answer.status_code == 201, answer.content
+    job = Job.objects.get(pk=answer.json()["id"])
+    assert str(job.folder) in json.dumps(job.params), "the build needs where the upload was kept"
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    shown = json.dumps(client.get(f"/api/jobs/{job.pk}").json()["params"])
+    for server_path in (str(roots), str(job.folder)):
+        assert server_path not in page and server_path not in shown
+    assert "<td>Archive</td><td>mine.tar</td>" in page

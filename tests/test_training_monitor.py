@@ -4,6 +4,7 @@ page and the home page's sparklines. Events are written by hand, as the
 trainer would; no worker runs."""
 
 import json
+import re
 
 import pytest
 from django.test import Client
@@ -330,3 +331,18 @@ def test_top5_is_left_out_for_a_dataset_of_five_classes_or_fewer(alice):
     assert embedded(few, "training-data")["classes"] == 4 and "<th>Top-5</th>" not in few.content.decode()
     unknown = signed_in(alice).get(f"/jobs/{train_job(alice, dataset=dataset.pk + 1000, name='x').pk}/")
     assert embedded(unknown, "training-data")["classes"] is None and "<th>Top-5</th>" in unknown.content.decode()
+
+
+def test_the_settings_read_as_a_table_grouped_like_the_form_with_no_server_path(alice):
+    server_path = "/srv/digitslike/jobs/1/dataset"
+    job = train_job(alice, dataset_dir=server_path, solver="momentum",
+                    lr_policy={"name": "step", "step_percent": 33.0, "gamma": 0.1, "warmup_percent": 0.0})
+    page = signed_in(alice).get(f"/jobs/{job.pk}/").content.decode()
+    assert server_path not in page
+    groups = re.findall(r'<tr><th colspan="2">([^<]+)</th></tr>', page)
+    assert groups == ["Data", "Network", "Solver", "Learning rate", "Augmentation", "Precision &amp; devices", "Stopping"]
+    for row in ("<td>Solver</td><td>SGD with momentum</td>", "<td>Policy</td><td>Step down</td>",
+                "<td>Step size (% of training)</td><td>33.0</td>", "<td>Network</td><td>LeNet"):
+        assert row in page, row
+    assert "dataset_dir" not in embedded(signed_in(alice).get(f"/jobs/{job.pk}/"), "settings-json")
+    assert "dataset_dir" not in signed_in(alice).get(f"/api/jobs/{job.pk}").json()["params"]

@@ -9,6 +9,7 @@ class TrainingConfig(AppConfig):
 
     def ready(self) -> None:
         from .command import train_command
+        from .shown import public_params, settings_table
         from .summary import summary_extra
         from .views import page_context
 
@@ -16,4 +17,4 @@ class TrainingConfig(AppConfig):
         register(JobKind("train", "Model", "models", train_command,
                          page_template="training/section.html", page_context=page_context,
                          new_page="new-model", create_endpoint="api-models", resume_file=LAST_CHECKPOINT,
-                         summary_extra=summary_extra))
+                         summary_extra=summary_extra, public_params=public_params, settings=settings_table))

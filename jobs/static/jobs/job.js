@@ -68,3 +68,16 @@ showStatus();
 showProgress();
 const log = document.getElementById("log");
 log.scrollTop = log.scrollHeight;
+
+// The settings as JSON, for the clipboard: the same the API answers.
+const copyButton = document.getElementById("copy-settings");
+copyButton.addEventListener("click", async () => {
+  const text = JSON.stringify(JSON.parse(document.getElementById("settings-json").textContent), null, 2);
+  try {
+    await navigator.clipboard.writeText(text);
+    copyButton.textContent = "Copied";
+  } catch {
+    copyButton.textContent = "Copy refused by the browser";
+  }
+  setTimeout(() => { copyButton.textContent = "Copy as JSON"; }, 2000);
+});

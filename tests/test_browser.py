@@ -203,4 +203,5 @@ def test_configure_a_model_start_it_and_watch_its_charts_grow(page, worker):
     expect(page.locator("#training-result")).to_contain_text("top-1")
     expect(page.locator("#snapshots-table tbody tr")).to_have_count(4)
     expect(page.locator("#filters-image")).to_be_visible()
+    expect(page.locator("#download-export")).to_be_visible()  # what the run's end brings, live
     assert page.evaluate("window.notReloaded") is True

@@ -161,6 +161,7 @@ def page_context(job: Job) -> dict[str, Any]:
         "profile_api": reverse("api-job-profile", args=[job.pk]),
         "job_api": reverse("api-job", args=[job.pk]),
         "profile_requested": (job.folder / jobfiles.PROFILE_REQUEST).exists(),
+        "exported_model": jobfiles.EXPORTED_MODEL,
         **eventkinds.page_vocabulary(),
     })
     return {

@@ -12,6 +12,8 @@ function metricValue(name, value) {
 export function showResult() {
   const r = data.result;
   document.getElementById("training-result").hidden = !r;
+  // The trainer exports the model before it reports its result.
+  if (r) document.getElementById("download-export").hidden = false;
   if (!r) return;
   const best = r.best || {};
   const final = r.final || {};

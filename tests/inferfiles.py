@@ -13,8 +13,10 @@ import torch
 from PIL import Image
 
 from tests.trainfiles import bars, train_config
+from trainer import checkpoint
 from trainer.datastore import RawSplitWriter
 from trainer.distributed import Placement
+from trainer.networks import build
 from trainer.train import Run
 
 CPU = Placement(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
@@ -26,6 +28,16 @@ def trained_job(folder: Path, dataset: Path, **overrides) -> Path:
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps(config))
     Run(config, folder, CPU).train()
+    return folder
+
+
+def untrained_job(folder: Path, dataset: Path, name: str) -> Path:
+    """A job folder whose snapshot is a freshly built network (no training)."""
+    config = {**train_config(dataset, network={"source": "standard", "name": name}), "job_id": 2}
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    model = build(config["network"], 1, 4, 28, 28)
+    checkpoint.save(folder / checkpoint.FOLDER / checkpoint.LAST, {"model": model.state_dict()})
     return folder
 
 

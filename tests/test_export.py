@@ -20,12 +20,11 @@ import torch
 import torchvision
 from safetensors.torch import load as safetensors_load
 
-from tests.inferfiles import CPU, bar_images, png, trained_job
+from tests.inferfiles import CPU, bar_images, png, trained_job, untrained_job
 from tests.trainfiles import make_dataset, train_config
-from trainer import checkpoint, events
+from trainer import events
 from trainer.export import FILES, export_archive
 from trainer.inference import InferenceError, classify, load_model, logits, preprocess
-from trainer.networks import build
 from trainer.pretrained import import_pretrained
 from trainer.train import Run
 
@@ -38,16 +37,6 @@ def dataset(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def lenet_job(tmp_path_factory, dataset) -> Path:
     return trained_job(tmp_path_factory.mktemp("lenet") / "job", dataset, epochs=1)
-
-
-def untrained_job(folder: Path, dataset: Path, name: str) -> Path:
-    """A job folder whose snapshot is a freshly built network (no training)."""
-    config = {**train_config(dataset, network={"source": "standard", "name": name}), "job_id": 2}
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    model = build(config["network"], 1, 4, 28, 28)
-    checkpoint.save(folder / checkpoint.FOLDER / checkpoint.LAST, {"model": model.state_dict()})
-    return folder
 
 
 def check_round_trip(job: Path, folder: Path) -> None:

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from tests.inferfiles import bar_images
-from tests.test_export import untrained_job
+from tests.inferfiles import bar_images, untrained_job
 from tests.trainfiles import make_dataset
 from trainer.inference import load_model, preprocess
 from trainer.inference.layers import inspect

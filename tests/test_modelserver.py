@@ -1,0 +1,113 @@
+"""The model server end to end: a real ``python -m trainer.modelserver``
+process on the suite's Redis, asked through the torch-free client; and its
+least-recently-used cache of models."""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import shutil
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import redis
+from PIL import Image
+
+from tests.inferfiles import bar_images, trained_job
+from tests.processes import Service, wait_for
+from tests.trainfiles import make_dataset
+from trainer import checkpoint, modelclient
+from trainer.inference import load_model
+from trainer.modelserver import Models
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("served")
+    return trained_job(folder / "job", make_dataset(folder / "dataset"), epochs=1)
+
+
+@pytest.fixture
+def client() -> redis.Redis:
+    return redis.Redis.from_url(os.environ["REDIS_URL"])
+
+
+@pytest.fixture
+def served(tmp_path, job, client):
+    data_dir = tmp_path / "data"
+    shutil.copytree(job, data_dir / "jobs" / "1")
+    prefix = f"served-{uuid.uuid4().hex[:8]}"
+    service = Service([sys.executable, "-m", "trainer.modelserver", "--prefix", prefix, "--data-dir", str(data_dir),
+                       "--max-models", "2"], {"OMP_NUM_THREADS": "1"}, tmp_path / "modelserver.log")
+
+    def up() -> bool:
+        if service.process.poll() is not None:
+            raise AssertionError(f"the model server exited:\n{service.output()}")
+        return bool(client.exists(modelclient.alive_key(prefix)))
+
+    wait_for(up, timeout=60, what="the model server to start")
+    yield prefix, data_dir
+    service.stop()
+    assert not client.exists(modelclient.alive_key(prefix)), "a stopped server says it is gone"
+
+
+def test_classify_inspect_and_saliency_from_a_warm_model(served, client):
+    prefix, _ = served
+    image, label = bar_images(1, seed=4)[0]
+    first = modelclient.classify(client, prefix, 1, image, timeout=60)
+    assert first["loaded_now"] is True and first["snapshot"] == checkpoint.BEST
+    assert len(first["top"]) == 4 and first["top"][0]["index"] == label
+    with Image.open(io.BytesIO(base64.b64decode(first["seen"]))) as seen:
+        assert seen.size == (28, 28)
+
+    again = modelclient.classify(client, prefix, 1, image, timeout=60)
+    assert again["loaded_now"] is False and again["top"] == first["top"]
+    inside = modelclient.classify(client, prefix, 1, image, operation="inspect", timeout=60)
+    assert len(inside["inspect"]["layers"]) == 8 and inside["inspect"]["params"] == 431_080 - 6 * 501
+    assert base64.b64decode(inside["inspect"]["layers"][0]["activations"]).startswith(b"\x89PNG")
+    looked = modelclient.classify(client, prefix, 1, image, operation="saliency", class_index=2, timeout=60)
+    assert looked["saliency"]["index"] == 2 and base64.b64decode(looked["saliency"]["png"]).startswith(b"\x89PNG")
+
+
+def test_errors_come_back_with_their_code(served, client):
+    prefix, data_dir = served
+    image, _ = bar_images(1)[0]
+    with pytest.raises(modelclient.ModelServerError, match="gone") as missing:
+        modelclient.classify(client, prefix, 99, image, timeout=60)
+    assert missing.value.code == "not_found"
+    with pytest.raises(modelclient.ModelServerError, match="not an image") as bad:
+        modelclient.classify(client, prefix, 1, b"not an image", timeout=60)
+    assert bad.value.code == "bad_input"
+    modelclient.classify(client, prefix, 1, image, timeout=60)
+    (data_dir / "jobs" / "1" / checkpoint.FOLDER / checkpoint.BEST).unlink()
+    with pytest.raises(modelclient.ModelServerError) as deleted:
+        modelclient.classify(client, prefix, 1, image, snapshot=checkpoint.BEST, timeout=60)
+    assert deleted.value.code == "not_found"
+
+
+def test_without_a_server_the_client_says_so_at_once(client):
+    with pytest.raises(modelclient.ModelServerUnavailable, match="not running"):
+        modelclient.classify(client, "nobody-home", 1, b"", timeout=30)
+
+
+def test_models_are_evicted_least_recently_used_and_reloaded_when_rewritten(tmp_path, job):
+    jobs = []
+    for number in range(3):
+        shutil.copytree(job, tmp_path / str(number))
+        jobs.append(tmp_path / str(number))
+    loads = []
+
+    def counting(job_dir, snapshot, device):
+        loads.append(job_dir.name)
+        return load_model(job_dir, snapshot, device)
+
+    models = Models(2, "cpu", counting)
+    for number in (0, 1, 0, 2, 0, 1):
+        models.get(jobs[number], None)
+    assert loads == ["0", "1", "2", "1"], "1 was the least recently used when 2 came"
+    best = jobs[0] / checkpoint.FOLDER / checkpoint.BEST
+    os.utime(best, (best.stat().st_atime, best.stat().st_mtime + 10))
+    assert models.get(jobs[0], None)[1] is True

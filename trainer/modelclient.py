@@ -1,0 +1,76 @@
+"""Asking the model server (``trainer.modelserver``) to classify or look
+inside an image, from the web process: no torch here, only Redis.
+
+A request goes on the list ``<prefix>:modelserver:requests`` as JSON with
+its own reply key; the server pushes the answer there. Images travel as
+base64 (``image`` in a request; every PNG in an answer). The server keeps
+``<prefix>:modelserver:alive`` set while it runs, so a missing server is
+reported at once rather than after the timeout.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import time
+import uuid
+from typing import Any
+
+import redis
+
+REPLY_SECONDS = 60  # how long an answer waits for a client that gave up
+OPERATIONS = ("classify", "inspect", "saliency")
+
+
+class ModelServerUnavailable(Exception):
+    """No model server answered; ``str(exc)`` says so for the user."""
+
+
+class ModelServerError(Exception):
+    """The server answered with an error. ``code`` is ``not_found`` (the
+    model, snapshot or job is gone: HTTP 404), ``bad_input`` (400) or
+    ``failed`` (500); ``str(exc)`` is the message for the user."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def requests_key(prefix: str) -> str:
+    return f"{prefix}:modelserver:requests"
+
+
+def alive_key(prefix: str) -> str:
+    return f"{prefix}:modelserver:alive"
+
+
+def ask(client: redis.Redis, prefix: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Send ``request`` and wait up to ``timeout`` seconds for its answer."""
+    try:
+        if not client.exists(alive_key(prefix)):
+            raise ModelServerUnavailable("The model server is not running: start it with `python -m trainer.modelserver`.")
+        reply_key = f"{prefix}:modelserver:reply:{uuid.uuid4().hex}"
+        client.lpush(requests_key(prefix), json.dumps({**request, "reply": reply_key, "deadline": time.time() + timeout}))
+        popped = client.brpop([reply_key], timeout=max(1, math.ceil(timeout)))
+    except redis.RedisError as exc:
+        raise ModelServerUnavailable(f"The model server cannot be reached: Redis is unavailable ({exc}).") from None
+    if popped is None:
+        raise ModelServerUnavailable(f"The model server did not answer within {timeout:g} s.")
+    reply = json.loads(popped[1])
+    if not reply["ok"]:
+        raise ModelServerError(reply["error"], reply["code"])
+    return reply["result"]
+
+
+def classify(client: redis.Redis, prefix: str, job_id: int, image: bytes, *, operation: str = "classify",
+             snapshot: str | None = None, class_index: int | None = None, timeout: float = 30) -> dict[str, Any]:
+    """Classify ``image`` (the file's bytes) with the model of job ``job_id``
+    (its ``snapshot``, default the best). ``operation`` ``inspect`` adds
+    every layer, ``saliency`` the Grad-CAM of ``class_index`` (default the top
+    class). PNGs in the answer are base64 strings."""
+    if operation not in OPERATIONS:
+        raise ValueError(f"operation must be one of {', '.join(OPERATIONS)}, not {operation!r}")
+    request = {"op": operation, "job": int(job_id), "snapshot": snapshot, "class": class_index,
+               "image": base64.b64encode(image).decode("ascii")}
+    return ask(client, prefix, request, timeout)

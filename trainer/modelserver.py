@@ -1,0 +1,175 @@
+"""The model server: a long-running torch process that answers classify,
+inspect and saliency requests (``trainer.modelclient``) with models kept
+warm in memory, so that a web request neither starts Python nor reloads a
+snapshot.
+
+    python -m trainer.modelserver [--redis-url URL] [--prefix P] [--data-dir D] [--max-models N] [--device cpu|cuda]
+
+Each argument defaults to the environment (``REDIS_URL``, ``REDIS_PREFIX``,
+``DATA_DIR``, ``MODEL_SERVER_MAX_MODELS``, ``MODEL_SERVER_DEVICE``). A job's
+model is read from ``DATA_DIR/jobs/<id>``. At most ``max-models`` models are
+held, the least recently used evicted first; a snapshot rewritten on disk
+(``best.pt`` after a better validation) is loaded again. No Django here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import json
+import os
+import signal
+import sys
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from trainer import checkpoint, modelclient
+from trainer.inference import InferenceError, Loaded, ModelNotFound, load_model, preprocess
+from trainer.inference.classify import logits, top_classes
+from trainer.inference.gradcam import saliency
+from trainer.inference.layers import inspect
+from trainer.inference.pictures import png
+
+ALIVE_SECONDS = 5  # the alive key outlives the server by this much
+POLL_SECONDS = 1
+
+
+class Models:
+    """Loaded models by (job folder, snapshot asked for), least recently used first."""
+
+    def __init__(self, limit: int, device: str, load: Callable[..., Loaded] = load_model) -> None:
+        self.limit, self.device, self.load = max(limit, 1), device, load
+        self.held: OrderedDict[tuple[str, str | None], tuple[Loaded, float]] = OrderedDict()
+
+    @staticmethod
+    def _stamp(job_dir: Path, loaded: Loaded) -> float:
+        path = job_dir / checkpoint.FOLDER / loaded.snapshot
+        try:
+            return path.stat().st_mtime
+        except FileNotFoundError:
+            raise ModelNotFound(f"The snapshot {loaded.snapshot} does not exist (any more).") from None
+
+    def get(self, job_dir: Path, snapshot: str | None) -> tuple[Loaded, bool]:
+        """The model and whether it was loaded for this call."""
+        key = (str(job_dir), snapshot)
+        held = self.held.get(key)
+        if held is not None:
+            loaded, stamp = held
+            fresh = loaded.note is None or snapshot is not None  # a training model's newest snapshot moves on
+            if fresh and (job_dir / "config.json").exists() and self._stamp(job_dir, loaded) == stamp:
+                self.held.move_to_end(key)
+                return loaded, False
+            del self.held[key]
+        loaded = self.load(job_dir, snapshot, device=self.device)
+        self.held[key] = (loaded, self._stamp(job_dir, loaded))
+        while len(self.held) > self.limit:
+            self.held.popitem(last=False)
+        return loaded, True
+
+
+def _encoded(value: Any) -> Any:
+    """``value`` with every bytes (PNG) as base64 text, for JSON."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {k: _encoded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_encoded(v) for v in value]
+    return value
+
+
+class Server:
+    def __init__(self, client: redis.Redis, prefix: str, data_dir: Path, models: Models) -> None:
+        self.client, self.prefix, self.data_dir, self.models = client, prefix, data_dir, models
+        self.stopping = False
+
+    def job_dir(self, job: Any) -> Path:
+        if not isinstance(job, int) or isinstance(job, bool) or job < 1:
+            raise InferenceError(f"{job!r} is not a job id.")
+        return self.data_dir / "jobs" / str(job)
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        started = time.perf_counter()
+        operation = request.get("op")
+        if operation not in modelclient.OPERATIONS:
+            raise InferenceError(f"Unknown operation {operation!r}.")
+        loaded, loaded_now = self.models.get(self.job_dir(request.get("job")), request.get("snapshot"))
+        try:
+            image = base64.b64decode(request.get("image") or "", validate=True)
+        except (binascii.Error, TypeError):
+            raise InferenceError("The image is not base64 data.") from None
+        prepared = preprocess(loaded, image)
+        result: dict[str, Any] = {"snapshot": loaded.snapshot, "note": loaded.note, "loaded_now": loaded_now,
+                                  "top": top_classes(loaded, logits(loaded, prepared.tensor[None]))[0],
+                                  "seen": png(prepared.seen)}
+        if operation == "inspect":
+            result["inspect"] = inspect(loaded, prepared)
+        if operation == "saliency":
+            result["saliency"] = saliency(loaded, prepared, request.get("class"))
+        result["seconds"] = time.perf_counter() - started
+        return _encoded(result)
+
+    def handle(self, raw: bytes) -> None:
+        try:
+            request = json.loads(raw)
+            reply_key = request["reply"]
+        except (ValueError, KeyError, TypeError):
+            print("dropped a request that is not JSON with a reply key", file=sys.stderr, flush=True)
+            return
+        if time.time() > request.get("deadline", float("inf")):
+            return  # its client has given up
+        try:
+            reply = {"ok": True, "result": self.answer(request)}
+        except ModelNotFound as exc:
+            reply = {"ok": False, "code": "not_found", "error": str(exc)}
+        except InferenceError as exc:
+            reply = {"ok": False, "code": "bad_input", "error": str(exc)}
+        except Exception as exc:  # the server outlives any one request
+            reply = {"ok": False, "code": "failed", "error": f"The model server failed: {type(exc).__name__}: {exc}"}
+        self.client.lpush(reply_key, json.dumps(reply))
+        self.client.expire(reply_key, modelclient.REPLY_SECONDS)
+
+    def serve(self) -> None:
+        requests, alive = modelclient.requests_key(self.prefix), modelclient.alive_key(self.prefix)
+        while not self.stopping:
+            self.client.set(alive, os.getpid(), ex=POLL_SECONDS + ALIVE_SECONDS)
+            popped = self.client.brpop([requests], timeout=POLL_SECONDS)
+            if popped is not None:
+                self.handle(popped[1])
+        self.client.delete(alive)
+
+
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m trainer.modelserver", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument("--prefix", default=os.environ.get("REDIS_PREFIX", "dl"))
+    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("DATA_DIR", "var")))
+    parser.add_argument("--max-models", type=int, default=int(os.environ.get("MODEL_SERVER_MAX_MODELS", "4")))
+    parser.add_argument("--device", default=os.environ.get("MODEL_SERVER_DEVICE", "cpu"))
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = arguments(argv)
+    server = Server(redis.Redis.from_url(options.redis_url), options.prefix, options.data_dir.resolve(),
+                    Models(options.max_models, options.device))
+
+    def stop(signum: int, frame: object) -> None:
+        server.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(f"model server: {options.prefix} on {options.redis_url}, models from {options.data_dir}, "
+          f"up to {options.max_models} on {options.device}", flush=True)
+    server.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -22,7 +22,7 @@ from .forms import EvaluationForm, SplitForm
 DOWNLOADS = {"json": (RESULTS, "application/json"), "csv": (CSV, "text/csv"), "report": (REPORT, "application/json")}
 
 
-def _evaluation(job_id: int) -> Job:
+def evaluation_or_404(job_id: int) -> Job:
     return get_object_or_404(Job, pk=job_id, kind=services.KIND)
 
 
@@ -72,7 +72,7 @@ def compare(request: HttpRequest, group: str) -> HttpResponse:
 
 @login_required
 def image(request: HttpRequest, job_id: int, index: int) -> HttpResponse:
-    found = results.image(_evaluation(job_id), index)
+    found = results.image(evaluation_or_404(job_id), index)
     if found is None:
         raise Http404("No such image.")
     response = HttpResponse(found, content_type="image/png")
@@ -82,7 +82,7 @@ def image(request: HttpRequest, job_id: int, index: int) -> HttpResponse:
 
 @login_required
 def download(request: HttpRequest, job_id: int, what: str) -> FileResponse:
-    job = _evaluation(job_id)
+    job = evaluation_or_404(job_id)
     if what not in DOWNLOADS:
         raise Http404("No such file.")
     name, content_type = DOWNLOADS[what]

@@ -90,8 +90,8 @@ def test_a_trained_model_evaluated_on_its_test_split_and_on_a_labelled_list(alic
     assert str(imports()) not in json.dumps(rows_of(client, listed)["rows"][0]["image"])
 
 
-def test_a_folder_with_class_subfolders_an_unreadable_file_and_an_unknown_folder(alice, worker):
-    model = trained_model(alice)
+def test_a_folder_with_class_subfolders_an_unreadable_file_and_an_unknown_folder_then_compare(alice, worker):
+    model = trained_model(alice, group="sweep")
     folder = imports() / "mixed"
     write_bars(folder / "vertical", [1, 1])
     write_bars(folder / "junk", [0])
@@ -150,3 +150,11 @@ def test_archives_and_a_deleted_model(alice, worker_factory, tmp_path):
     gone = wait_status(gone, Status.DONE, Status.FAILED, timeout=TIMEOUT)
     assert gone.status == Status.FAILED and "gone" in gone.error
     assert not (gone.folder / OUTPUT).exists()
+
+    compared = client_for(alice).post("/api/compare/sweep", data=json.dumps({"split": "val"}),
+                                      content_type="application/json")
+    assert compared.status_code == 201, compared.content
+    wait_status(Job.objects.get(pk=compared.json()["jobs"][0]["id"]), Status.DONE, timeout=TIMEOUT)
+    rows = client_for(alice).get("/api/compare/sweep").json()["evaluations"]
+    assert [(row["model"], row["split"], row["status"], row["count"]) for row in rows] == [(model.pk, "val", "done", 120)]
+    assert rows[0]["top1"] >= 0.9

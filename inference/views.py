@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
@@ -30,6 +31,8 @@ def evaluation_or_404(job_id: int) -> Job:
 def new_evaluation(request: HttpRequest) -> HttpResponse:
     initial = {"model": request.GET.get("model"), "source": "list"}
     form = EvaluationForm(request.POST or None, request.FILES or None, initial=initial)
+    form.fields["model"].widget = forms.Select(choices=[("", "Choose a model")] + [
+        (model.pk, f"#{model.pk} {model.name}") for model in Job.objects.filter(kind="train").order_by("-created_at")])
     if request.method == "POST" and form.is_valid():
         job = form.submit(request.user)
         return redirect("job", job.pk)

@@ -198,3 +198,27 @@ def test_the_model_page_offers_evaluate_and_the_group_page_compare(alice):
     assert client.get(f"/evaluations/{evaluation.pk}/images/0.png")["Content-Type"] == "image/png"  # the dataset's
     assert client.get(f"/evaluations/{evaluation.pk}/images/99999.png").status_code == 404
     assert client.get(f"/evaluations/{evaluation.pk}/download/csv").status_code == 404
+
+
+def test_a_list_line_that_links_outside_the_roots_is_refused(alice, tmp_path):
+    model = model_with_snapshot(alice)
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"not yours")
+    link = imports() / "innocent.png"
+    link.unlink(missing_ok=True)
+    link.symlink_to(secret)
+    body = {"model": model.pk, "source": "list", "list_text": f"{link} horizontal"}
+    assert "line 1" in refused(post(client_for(alice), "/api/evaluations", body), "list_text")
+
+
+@pytest.mark.parametrize("query,field", [
+    ({"label": "abc"}, "label"), ({"label": "4"}, "label"), ({"predicted": "-1"}, "predicted"),
+    ({"outcome": "bogus"}, "outcome"), ({"size": "501"}, "size"), ({"rows": "0,x"}, "rows"), ({"page": "1.5"}, "page"),
+])
+def test_the_rows_api_refuses_bad_filters(alice, query, field):
+    model = model_with_snapshot(alice)
+    evaluation = Job.objects.get(pk=post(client_for(alice), f"/api/models/{model.pk}/evaluate", {}).json()["id"])
+    (evaluation.folder / "evaluation").mkdir(parents=True)
+    (evaluation.folder / "evaluation" / "report.json").write_text(json.dumps({"classes": ["a", "b", "c", "d"]}))
+    (evaluation.folder / "evaluation" / "results.json").write_text(json.dumps({"rows": []}))
+    assert refused(client_for(alice).get(f"/api/evaluations/{evaluation.pk}/rows", query), field)

@@ -12,9 +12,11 @@ import zipfile
 
 from django.test import Client
 
+from jobs import services as job_services
 from jobs.models import Job, Status
-from tests.evalfiles import imports, trained_model, write_bars
+from tests.evalfiles import imports, submit_list, trained_model, write_bars
 from tests.jobtools import events_of, wait_status
+from tests.processes import wait_for
 from trainer.evaluation_files import OUTPUT
 from trainer.inference import classify, load_model
 
@@ -158,3 +160,14 @@ def test_archives_and_a_deleted_model(alice, worker_factory, tmp_path):
     rows = client_for(alice).get("/api/compare/sweep").json()["evaluations"]
     assert [(row["model"], row["split"], row["status"], row["count"]) for row in rows] == [(model.pk, "val", "done", 120)]
     assert rows[0]["top1"] >= 0.9
+
+
+def test_an_aborted_evaluation_leaves_no_results(alice, worker):
+    model = trained_model(alice)
+    image = write_bars(imports() / "many", [0])[0]
+    job = submit_list(alice, model, f"{image} horizontal\n" * 100_000)
+    wait_for(lambda: any(e["data"]["done"] for e in events_of(job, "progress")), timeout=TIMEOUT,
+             what="the evaluation to classify its first images")
+    job_services.abort(job, alice)
+    job = wait_status(job, Status.ABORTED, timeout=30)
+    assert not (job.folder / OUTPUT).exists() and not (job.folder / f"{OUTPUT}.partial").exists()

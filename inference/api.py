@@ -58,7 +58,10 @@ def create(request: HttpRequest) -> JsonResponse:
         return refused
     if not form.is_valid():
         raise BadRequest(form.errors.get_json_data())
-    return _created(form.submit(request.user))
+    try:
+        return _created(form.submit(request.user))
+    except trained.Unusable as exc:  # the model changed since the form looked
+        raise BadRequest({exc.field: [str(exc)]}) from None
 
 
 @api("GET")

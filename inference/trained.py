@@ -75,3 +75,8 @@ def check(model: Job, snapshot: str) -> str:
     if model.status in ACTIVE and not snapshot:
         return "The model is still training: the evaluation uses its newest snapshot."
     return ""
+
+
+def check_split(model: Job, split: str) -> None:
+    if not split_count(model, split):
+        raise Unusable(f"The model's dataset has no {SPLITS[split]} images.", "split")

@@ -34,8 +34,10 @@ def new_evaluation(request: HttpRequest) -> HttpResponse:
     form.fields["model"].widget = forms.Select(choices=[("", "Choose a model")] + [
         (model.pk, f"#{model.pk} {model.name}") for model in Job.objects.filter(kind="train").order_by("-created_at")])
     if request.method == "POST" and form.is_valid():
-        job = form.submit(request.user)
-        return redirect("job", job.pk)
+        try:
+            return redirect("job", form.submit(request.user).pk)
+        except trained.Unusable as exc:  # the model changed since the form looked
+            form.add_error(exc.field, str(exc))
     return render(request, "inference/new.html", {"form": form})
 
 

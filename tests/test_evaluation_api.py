@@ -222,3 +222,19 @@ def test_the_rows_api_refuses_bad_filters(alice, query, field):
     (evaluation.folder / "evaluation" / "report.json").write_text(json.dumps({"classes": ["a", "b", "c", "d"]}))
     (evaluation.folder / "evaluation" / "results.json").write_text(json.dumps({"rows": []}))
     assert refused(client_for(alice).get(f"/api/evaluations/{evaluation.pk}/rows", query), field)
+
+
+def test_the_new_evaluation_page_queues_a_folder_and_shows_field_errors(alice):
+    model = model_with_snapshot(alice)
+    folder = imports() / "page"
+    write_bars(folder / "vertical", [1])
+    client = client_for(alice)
+    page = client.get(f"/evaluations/new/?model={model.pk}")
+    assert f'<option value="{model.pk}" selected>'.encode() in page.content
+    fields = {"model": model.pk, "source": "folder", "top_n": 5, "device": "cpu"}
+    bad = client.post("/evaluations/new/", {**fields, "folder": "/etc"})
+    assert bad.status_code == 200 and b"not inside the folders" in bad.content
+    good = client.post("/evaluations/new/", {**fields, "folder": str(folder)})
+    job = Job.objects.get(kind="evaluation")
+    assert good["Location"] == f"/jobs/{job.pk}/"
+    assert job.params["source"] == {"type": "folder", "path": str(folder.resolve())}

@@ -111,6 +111,14 @@ def test_a_folder_with_class_subfolders_an_unreadable_file_and_an_unknown_folder
         ("vertical/001-vertical.png", "vertical", "correct"), ("vertical/notes.png", "vertical", "unreadable")]
     assert "cannot be used as an image" in rows[3]["error"] and rows[3]["image"] is None
 
+    compared = client_for(alice).post("/api/compare/sweep", data=json.dumps({"split": "val"}),
+                                      content_type="application/json")
+    assert compared.status_code == 201, compared.content
+    wait_status(Job.objects.get(pk=compared.json()["jobs"][0]["id"]), Status.DONE, timeout=TIMEOUT)
+    compare_rows = client_for(alice).get("/api/compare/sweep").json()["evaluations"]
+    assert [(row["model"], row["split"], row["status"], row["count"]) for row in compare_rows] == [(model.pk, "val", "done", 120)]
+    assert compare_rows[0]["top1"] >= 0.9
+
 
 def zip_of(files: dict[str, bytes]) -> io.BytesIO:
     data = io.BytesIO()
@@ -153,13 +161,6 @@ def test_archives_and_a_deleted_model(alice, worker_factory, tmp_path):
     assert gone.status == Status.FAILED and "gone" in gone.error
     assert not (gone.folder / OUTPUT).exists()
 
-    compared = client_for(alice).post("/api/compare/sweep", data=json.dumps({"split": "val"}),
-                                      content_type="application/json")
-    assert compared.status_code == 201, compared.content
-    wait_status(Job.objects.get(pk=compared.json()["jobs"][0]["id"]), Status.DONE, timeout=TIMEOUT)
-    rows = client_for(alice).get("/api/compare/sweep").json()["evaluations"]
-    assert [(row["model"], row["split"], row["status"], row["count"]) for row in rows] == [(model.pk, "val", "done", 120)]
-    assert rows[0]["top1"] >= 0.9
 
 
 def test_an_aborted_evaluation_leaves_no_results(alice, worker):

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -12,10 +13,12 @@ from .models import ApiToken
 
 
 def signup(request: HttpRequest) -> HttpResponse:
+    if not settings.SIGNUP_OPEN:
+        return render(request, "registration/signup_closed.html", status=403)
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
-            first = not User.objects.exists()
+            first = settings.FIRST_SIGNUP_IS_ADMIN and not User.objects.exists()
             user = form.save(commit=False)
             user.is_staff = user.is_superuser = first
             user.save()

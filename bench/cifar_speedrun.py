@@ -59,7 +59,8 @@ def import_dataset(stack: Stack, owner, args: argparse.Namespace) -> int:
 
 def train(owner, dataset: int, args: argparse.Namespace) -> None:
     from trainer import events
-    from training.forms import NewModelForm, api_data
+    from training.forms import NewModelForm
+    from training.jsondata import api_data
 
     gpu = args.precision != "fp32"
     fields = {

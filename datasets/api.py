@@ -8,7 +8,7 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
-from digitslike.api import BadRequest, api, json_body
+from digitslike.api import BadRequest, api, error, json_body
 from jobs import serialize
 
 from . import store, uploads
@@ -52,4 +52,4 @@ def folders(request: HttpRequest) -> JsonResponse:
     try:
         return JsonResponse(listing(request.GET.get("path")))
     except OutsideRoots as exc:
-        return JsonResponse({"error": str(exc)}, status=403)
+        return error(str(exc), 403)

@@ -3,12 +3,14 @@ from pathlib import Path
 from django.apps import AppConfig
 from django.conf import settings
 
+from jobs.kinds import Category, JobKind, python_module, register, register_category
+
 
 class DatasetsConfig(AppConfig):
     name = "datasets"
 
     def ready(self) -> None:
-        from jobs.kinds import Category, JobKind, python_module, register, register_category
+        from digitslike.bodylimit import allow_large_bodies
 
         from .store import models_using
         from .views import page_context
@@ -17,6 +19,7 @@ class DatasetsConfig(AppConfig):
         register(JobKind("dataset", "Dataset", "datasets", python_module("trainer.dataset_build"),
                          page_template="datasets/section.html", page_context=page_context,
                          new_page="new-dataset", create_endpoint="api-datasets", dependents=models_using))
+        allow_large_bodies("new-dataset", "api-datasets")
         Path(settings.FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
         for root in settings.DATASET_ROOTS:
             if root.startswith(str(settings.DATA_DIR)):

@@ -10,7 +10,6 @@ urlpatterns = [
     path("datasets/<int:job_id>/mean.png", views.mean_image, name="dataset-mean"),
     path("datasets/<int:job_id>/skipped.json", views.skipped_report, name="dataset-skipped"),
     path("datasets/<int:job_id>/images/<str:split>/<int:index>.png", views.image, name="dataset-image"),
-    path("vendor/plotly.min.js", views.plotly_js, name="plotly-js"),
 ]
 
 api_urlpatterns = [

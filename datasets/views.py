@@ -15,6 +15,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from digitslike.api import error
+from digitslike.files import streamed_asynchronously
 from jobs.models import Job
 from trainer.datastore import png_bytes
 from trainer.imageio import ImageError, load_image, resize
@@ -41,7 +43,7 @@ def new_dataset(request: HttpRequest) -> HttpResponse:
             url = reverse("job", args=[job.pk])
             return JsonResponse({"url": url, "id": job.pk}, status=201) if wants_json else redirect(url)
         if wants_json:
-            return JsonResponse({"error": "The form has errors.", "errors": form.errors.get_json_data()}, status=400)
+            return error("The form has errors.", 400, errors=form.errors.get_json_data())
     else:
         form = DatasetForm()
     context = {"form": form, "roots": settings.DATASET_ROOTS, "upload_max": settings.UPLOAD_MAX_BYTES}
@@ -58,23 +60,23 @@ def preview(request: HttpRequest) -> HttpResponse:
         if not (1 <= width <= 4096 and 1 <= height <= 4096):
             raise ValueError
     except ValueError:
-        return JsonResponse({"error": "Width and height must be whole numbers from 1 to 4096."}, status=400)
+        return error("Width and height must be whole numbers from 1 to 4096.", 400)
     mode = request.POST.get("resize_mode", "squash")
     channels = 1 if request.POST.get("image_type") == "grayscale" else 3
     try:
         if "image" in request.FILES:
             source = request.FILES["image"].read()
         elif not request.POST.get("folder"):
-            return JsonResponse({"error": "Choose an image, or a training folder first."}, status=400)
+            return error("Choose an image, or a training folder first.", 400)
         else:
             source = first_file(Path(listing(request.POST["folder"])["path"]))
             if source is None:
-                return JsonResponse({"error": "That folder holds no files to preview."}, status=400)
+                return error("That folder holds no files to preview.", 400)
         pixels = resize(load_image(source, channels), width, height, mode, np.random.default_rng(0))
     except (OutsideRoots, ImageError) as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
+        return error(str(exc), 400)
     except ValueError as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
+        return error(str(exc), 400)
     return HttpResponse(png_bytes(pixels), content_type="image/png")
 
 
@@ -122,7 +124,7 @@ def mean_image(request: HttpRequest, job_id: int) -> FileResponse:
     path = store.folder(store.job_or_404(job_id)) / "mean.png"
     if not path.exists():
         raise Http404("This dataset has no mean image.")
-    return FileResponse(open(path, "rb"), content_type="image/png")
+    return streamed_asynchronously(request, FileResponse(open(path, "rb"), content_type="image/png"))
 
 
 @login_required
@@ -171,13 +173,3 @@ def image(request: HttpRequest, job_id: int, split: str, index: int) -> HttpResp
 def make_sample(request: HttpRequest) -> HttpResponse:
     job = sample.submit(request.user)
     return redirect("job", job.pk)
-
-
-def plotly_js(request: HttpRequest) -> FileResponse:
-    """plotly.js from the installed plotly package: no CDN."""
-    import plotly
-
-    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    response = FileResponse(open(path, "rb"), content_type="text/javascript")
-    response["Cache-Control"] = "public, max-age=604800"
-    return response

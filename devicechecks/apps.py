@@ -1,12 +1,13 @@
 from django.apps import AppConfig
 
+from jobs.kinds import Category, JobKind, python_module, register, register_category
+
 
 class DeviceChecksConfig(AppConfig):
     name = "devicechecks"
 
     def ready(self) -> None:
-        from jobs.kinds import Category, JobKind, python_module, register, register_category
-
+        # These import the job model, which exists only once apps are loaded.
         from .forms import DeviceCheckForm
         from .views import page_context
 

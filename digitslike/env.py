@@ -64,6 +64,16 @@ def env_path(name: str, default: Path) -> Path:
     return Path(raw).expanduser().resolve() if raw else default.resolve()
 
 
+def create_private_file(path: Path, text: str) -> None:
+    """Create ``path`` readable by this user alone (0600), unless it exists."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
+
+
 def database_from_url(url: str) -> dict:
     """Translate a DATABASE_URL (postgres:// or sqlite:///) into Django's form."""
     parsed = urlparse(url)

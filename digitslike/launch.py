@@ -164,7 +164,7 @@ def services(redis_argv: list[str] | None, host: str, port: str) -> list[Service
     # when a worker starts again.
     found.append(Service("worker", [python, "manage.py", "worker"], signal.SIGQUIT))
     found.append(Service("web", [python, "-m", "uvicorn", "digitslike.asgi:application", "--host", host,
-                                 "--port", port, "--no-access-log",
+                                 "--port", port, "--no-access-log", "--lifespan", "off",
                                  "--timeout-graceful-shutdown", str(WEB_SHUTDOWN_SECONDS)], signal.SIGTERM))
     return found
 
@@ -172,6 +172,7 @@ def services(redis_argv: list[str] | None, host: str, port: str) -> list[Service
 def main() -> int:
     settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
     call_command("migrate", interactive=False, verbosity=1)
+    call_command("ensure_admin")
     host, port = os.environ.get("HOST", "127.0.0.1"), os.environ.get("PORT", "8000")
     started: list[Service] = []
     try:

@@ -4,8 +4,15 @@ route is described here and every described route exists."""
 
 from typing import Any
 
+from django import forms
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+
+from trainer.catalog import NETWORKS, SOLVERS
+from trainer.eventkinds import SERIES
+from trainer.jobfiles import BEST_CHECKPOINT
+from training.forms import NewModelForm, ScheduleForm
+from training.jsondata import defaults
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -36,45 +43,77 @@ def _body(schema: dict[str, Any]) -> dict[str, Any]:
     return {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
+# What the forms' fields cannot say themselves: the other shapes a JSON body
+# may give (``training.jsondata``), which replace the field's own type, and
+# descriptions and choices filled in per request, added to it.
 _NUMBERS = {"description": "one number, or several (a list, or text separated by commas) for a sweep"}
-_POLICY_FIELDS: dict[str, Any] = {
-    "lr": {**_NUMBERS, "default": 0.01}, "epochs": {"type": "integer", "default": 30},
-    "batch_size": {**_NUMBERS, "default": 64},
+_SHAPES: dict[str, dict[str, Any]] = {
+    "lr": _NUMBERS, "batch_size": _NUMBERS,
     "lr_policy": {"description": "a policy name (fixed, step, multistep, exp, inv, poly, sigmoid, cosine, onecycle) "
-                                 "with its parameters as fields, or the params' object {name, step_percent, …}",
-                  "default": "step"},
-    "step_percent": {"type": "number", "default": 33}, "gamma": {"type": "number", "default": 0.1},
+                                 "with its parameters as fields, or the params' object {name, step_percent, …}"},
     "milestones_percent": {"description": "percentages, e.g. [50, 75] or \"50, 75\""},
-    "power": {"type": "number", "default": 1}, "warmup_percent": {"type": "number", "default": 0},
     "batch_schedule": {"description": "[[epoch, batch size], …] or \"10:128, 20:256\""},
-    "dataset": {"type": "integer", "description": "a done dataset job"},
-    "device": {"enum": ["cpu", "gpu"]}, "gpu_count": {"type": "integer", "minimum": 1},
     "gpu_ids": {"description": "GPU indices, a list or comma-separated"},
-    "scale_lr": {"type": "boolean", "default": True, "description": "linear scaling rule with warmup on several GPUs"},
+    "early_stopping": {"description": "none, val_loss or val_top1 (with patience), or {metric, patience}"},
 }
-NEW_MODEL: dict[str, Any] = {"type": "object", "required": ["name", "dataset"], "properties": {
-    **_POLICY_FIELDS, "name": {"type": "string"}, "group": {"type": "string"}, "notes": {"type": "string"},
+_ADDED: dict[str, dict[str, Any]] = {
+    "dataset": {"type": "integer", "description": "a done dataset job"},
+    "scale_lr": {"description": "linear scaling rule with warmup on several GPUs"},
+    "seed": {"description": "left out: a random one, recorded"},
+    "solver": {"enum": [name for name, _label in SOLVERS]},
+    "standard_network": {"enum": list(NETWORKS)},
+    "previous_job": {"description": "an earlier model's job (or give `pretrained`)"},
+}
+_JSON_ONLY: dict[str, Any] = {
     "network": {"type": "object", "description": "{source: standard, name} | {source: layers, text} | "
                                                  "{source: python, text} (needs the run_code permission)",
-                "default": {"source": "standard", "name": "lenet"}},
+                "default": {"source": NewModelForm.base_fields["network_source"].initial,
+                            "name": NewModelForm.base_fields["standard_network"].initial}},
     "pretrained": {"type": ["object", "null"], "description": "start from a snapshot of an earlier model: "
-                   "{job, file: \"checkpoints/best.pt\", mode: finetune | continue}; its network is used"},
-    "val_interval": {"type": "number", "default": 1}, "snapshot_interval": {"type": "number", "default": 1},
-    "seed": {"type": ["integer", "null"], "description": "left out: a random one, recorded"},
-    "batch_accumulation": {"type": "integer", "default": 1},
-    "solver": {"enum": ["sgd", "momentum", "nesterov", "adam", "adamw", "rmsprop", "adagrad", "adadelta", "lars", "lamb"],
-               "default": "sgd"},
-    "momentum": {"type": "number", "default": 0.9}, "weight_decay": {"type": "number", "default": 0.0001},
-    "mean": {"enum": ["image", "pixel", "none"], "default": "image"}, "crop": {"type": ["integer", "null"]},
-    "translate": {"type": "integer", "default": 0}, "flip": {"enum": ["none", "horizontal", "vertical", "both"]},
-    "rotation": {"type": "number", "default": 0}, "scale": {"type": "number", "default": 0},
-    "noise": {"type": "number", "default": 0}, "color_jitter": {"type": "number", "default": 0},
-    "label_smoothing": {"type": "number", "default": 0},
-    "precision": {"enum": ["fp32", "tf32", "bf16", "fp16"], "default": "fp32"},
-    "channels_last": {"type": "boolean", "default": False}, "compile": {"type": "boolean", "default": False},
-    "early_stopping": {"description": "none, val_loss or val_top1 (with patience), or {metric, patience}",
-                       "default": "none"},
-    "patience": {"type": "integer", "default": 5}}}
+                   f"{{job, file: \"{BEST_CHECKPOINT}\", mode: finetune | continue}}; its network is used"},
+}
+
+
+def _field_schema(field: forms.Field) -> dict[str, Any]:
+    """A form field's JSON type: its number bounds, or its choices."""
+    if isinstance(field, forms.BooleanField):
+        return {"type": "boolean"}
+    if isinstance(field, forms.ChoiceField):
+        return {"enum": [value for value, _label in field.choices]} if field.choices else {"type": "string"}
+    if isinstance(field, forms.IntegerField):  # FloatField is one too
+        kind = "number" if isinstance(field, forms.FloatField) else "integer"
+        bounds = {"minimum": field.min_value, "maximum": field.max_value}
+        return {"type": kind if field.required else [kind, "null"],
+                **{key: value for key, value in bounds.items() if value is not None}}
+    return {"type": "string"}
+
+
+def _json_value(value: Any) -> Any:
+    """A form's initial text as JSON gives it: "64" is 64, "0.01" is 0.01."""
+    if isinstance(value, str):
+        for number in (int, float):
+            try:
+                return number(value)
+            except ValueError:
+                continue
+    return value
+
+
+def form_properties(form_class: type[forms.Form]) -> dict[str, Any]:
+    """The schema of each field of ``form_class``, its default the form's initial value."""
+    initial = defaults(form_class)
+    properties = {}
+    for name, field in form_class.base_fields.items():
+        schema = dict(_SHAPES[name]) if name in _SHAPES else {**_field_schema(field), **_ADDED.get(name, {})}
+        if name in initial:
+            schema = {**schema, "default": _json_value(initial[name])}
+        properties[name] = schema
+    return properties
+
+
+_POLICY_FIELDS = form_properties(ScheduleForm)
+NEW_MODEL: dict[str, Any] = {"type": "object", "required": ["name", "dataset"],
+                             "properties": {**form_properties(NewModelForm), **_JSON_ONLY}}
 LR_PREVIEW = {"type": "object", "properties": {
     "points": {"type": "array", "items": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "number"}]},
                "description": "[step, learning rate]"},
@@ -183,8 +222,7 @@ SCHEMA: dict[str, Any] = {
             "Metrics": {"type": "object", "properties": {
                 "series": {"type": "object", "description": "each series downsampled to at most `points` points, keeping "
                            "the lowest and highest point of each bucket of steps", "properties": {
-                               name: {"type": "array", "items": _ref("Point")} for name in (
-                                   "train_loss", "val_loss", "val_top1", "val_top5", "lr", "images_per_s", "data_wait")}},
+                               name: {"type": "array", "items": _ref("Point")} for name in SERIES}},
                 "snapshots": {"type": "array", "items": {"type": "object", "properties": {
                     "step": {"type": "integer"}, "epoch": {"type": "number"}, "file": {"type": "string"},
                     "metrics": {"type": "object"}, "best": {"type": "boolean"}, "is_best": {"type": "boolean"}}}},

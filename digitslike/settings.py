@@ -4,7 +4,10 @@ from an environment variable, read through the typed helpers in ``env``."""
 import secrets
 from pathlib import Path
 
+from csp.constants import NONE, SELF, UNSAFE_INLINE
+
 from .env import (
+    create_private_file,
     database_from_url,
     env_bool,
     env_float,
@@ -17,6 +20,9 @@ from .env import (
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("DATA_DIR", BASE_DIR / "var")
 JOBS_DIR = DATA_DIR / "jobs"
+# Everything under DATA_DIR is the app's alone: users' data, the database,
+# the secret key. Made here, before anything writes into it.
+DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
 def _secret_key() -> str:
@@ -27,9 +33,7 @@ def _secret_key() -> str:
         return given
     path = DATA_DIR / "secret_key"
     if not path.exists():
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        create_private_file(path, secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 
@@ -37,6 +41,19 @@ SECRET_KEY = _secret_key()
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# Serving over HTTPS (docs/deploy.md). All off by default, for `make run` on
+# http://127.0.0.1. HTTPS=true makes cookies secure and redirects plain HTTP;
+# BEHIND_PROXY=true trusts the reverse proxy's X-Forwarded-Proto and
+# X-Forwarded-For (set it only when a proxy you run sets them).
+HTTPS = env_bool("HTTPS", False)
+BEHIND_PROXY = env_bool("BEHIND_PROXY", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_PROXY else None
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS and env_bool("HTTPS_REDIRECT", True)
+SECURE_HSTS_SECONDS = env_int("HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("HSTS_PRELOAD", False)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -46,6 +63,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "axes",
     "accounts",
     "jobs",
     "datasets",
@@ -56,6 +74,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "digitslike.files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -63,7 +82,28 @@ MIDDLEWARE = [
     "accounts.middleware.TokenAuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into its page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Content-Security-Policy (django-csp): scripts only from this site, and no
+# inline script anywhere (page data travels in json_script blocks, which are
+# not run). Plotly.js sets inline styles and draws images from data: URLs.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:", "blob:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 ROOT_URLCONF = "digitslike.urls"
 ASGI_APPLICATION = "digitslike.asgi.application"
@@ -78,6 +118,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "accounts.context_processors.signup",
+                "digitslike.context_processors.job_statuses",
             ],
         },
     },
@@ -88,6 +130,9 @@ if _database_url:
     _default_db = database_from_url(_database_url)
 else:
     _default_db = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(DATA_DIR / "db.sqlite3")}
+    # An empty file is an empty database; SQLite gives its -wal and -shm
+    # files the same permissions.
+    create_private_file(DATA_DIR / "db.sqlite3", "")
 if _default_db["ENGINE"].endswith("sqlite3"):
     # WAL lets the web server read while a worker writes; IMMEDIATE makes a
     # writer wait for the lock up front instead of failing half-way.
@@ -109,6 +154,24 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes counts failed sign-ins per user name and address, and refuses
+# more after LOGIN_FAILURE_LIMIT of them for LOGIN_LOCKOUT_MINUTES.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = env_float("LOGIN_LOCKOUT_MINUTES", 15.0) / 60
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "accounts.lockout.locked_out"
+AXES_VERBOSE = False
+# Behind a proxy, the client's address is the first of X-Forwarded-For.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if BEHIND_PROXY else ["REMOTE_ADDR"]
+# Who may make an account: anyone (the default), or, with SIGNUP_OPEN=false,
+# only an administrator (the admin pages, or manage.py createsuperuser).
+SIGNUP_OPEN = env_bool("SIGNUP_OPEN", True)
+# The first account to sign up becomes the administrator, so a fresh install
+# needs no set-up. Turn it off where strangers could sign up first, and make
+# the administrator with createsuperuser or ADMIN_USERNAME/ADMIN_PASSWORD.
+FIRST_SIGNUP_IS_ADMIN = env_bool("FIRST_SIGNUP_IS_ADMIN", True)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -121,6 +184,12 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# The app serves its own static files (WhiteNoise, with caching headers and
+# compression), as one tool under uvicorn with nothing in front of it. Found
+# where they lie, so `make run` needs no collectstatic; the Docker image
+# collects them into STATIC_ROOT.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
 
 LOGGING = {
     "version": 1,
@@ -180,6 +249,9 @@ CPU_SLOTS = env_int("CPU_SLOTS", 1, minimum=1)
 DATASET_ROOTS = [str(Path(p).expanduser().resolve()) for p in env_list("DATASET_ROOTS", [])] or [str(DATA_DIR / "imports")]
 # The largest archive a user may upload.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 20 * 1024**3, minimum=1024)
+# The largest request body anywhere else, and from anyone not signed in
+# (digitslike/bodylimit.py refuses a larger one before it is read).
+REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 10 * 1024**2, minimum=1024)
 # Uploads go to disk, never into memory, as they arrive.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "uploads")

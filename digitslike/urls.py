@@ -1,13 +1,12 @@
 from django.contrib import admin
-from django.contrib.staticfiles.views import serve
-from django.urls import include, path, re_path
+from django.urls import include, path
 
 from datasets.urls import api_urlpatterns as dataset_api
 from inference.urls import api_urlpatterns as inference_api
 from jobs.urls import api_urlpatterns as jobs_api
 from training.urls import api_urlpatterns as training_api
 
-from . import openapi
+from . import openapi, vendor
 
 urlpatterns = [
     path("", include("jobs.urls")),
@@ -23,7 +22,5 @@ urlpatterns = [
     path("api/openapi.json", openapi.schema_view, name="openapi"),
     path("api/", openapi.docs_view, name="api-docs"),
     path("admin/", admin.site.urls),
-    # The app serves its own static files: it is a single-machine tool run
-    # under uvicorn, with no separate web server in front of it.
-    re_path(r"^static/(?P<path>.*)$", serve, {"insecure": True}),
+    path("vendor/plotly.min.js", vendor.plotly_js, name="plotly-js"),
 ]

@@ -1,12 +1,12 @@
 from django.apps import AppConfig
 
+from jobs.kinds import Category, JobKind, python_module, register, register_category
+
 
 class InferenceConfig(AppConfig):
     name = "inference"
 
     def ready(self) -> None:
-        from jobs.kinds import Category, JobKind, python_module, register, register_category
-
         from .views import page_context, summary_extra
 
         register_category(Category("evaluations", "Evaluations", order=25))

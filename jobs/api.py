@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
-from digitslike.api import BadRequest, api, json_body
+from digitslike.api import ActionError, BadRequest, api, json_body
 
 from . import kinds, resources, serialize, services
 from .forms import JobEditForm
@@ -89,7 +89,7 @@ def bulk(request: HttpRequest) -> JsonResponse:
         try:
             action(found, request.user)
             results[str(job_id)] = {"ok": True}
-        except services.ActionError as exc:
+        except ActionError as exc:
             results[str(job_id)] = {"ok": False, "error": exc.message, "status": exc.status}
     for missing in set(ids) - {int(k) for k in results}:
         results[str(missing)] = {"ok": False, "error": "No such job.", "status": 404}

@@ -5,26 +5,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from trainer.linetail import LineTail
+
 TAIL_BYTES = 64 * 1024
 
 
-class LogTail:
-    """The complete lines a log file gained since the last read."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
+class LogTail(LineTail):
+    """The complete lines a log file gained since the last read, as text."""
 
     def read_lines(self) -> list[str]:
-        try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self.offset)
-                block = handle.read()
-        except FileNotFoundError:
-            return []
-        complete = block.rfind(b"\n") + 1
-        self.offset += complete
-        return block[:complete].decode("utf-8", "replace").splitlines()
+        return self.read().decode("utf-8", "replace").splitlines()
 
 
 def tail_lines(path: Path, count: int) -> list[str]:

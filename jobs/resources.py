@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.urls import reverse
+
 from .models import PENDING, Job, Status, Worker
 
 
@@ -38,6 +40,11 @@ def free_counts() -> dict[str, dict[str, int]]:
     return counts
 
 
+def _job_link(job: Job) -> dict[str, Any]:
+    """A job as the resources page names and links it."""
+    return {"id": job.pk, "name": job.name, "owner": job.owner.username, "url": reverse("job", args=[job.pk])}
+
+
 def snapshot() -> dict[str, Any]:
     holders = _holders()
     workers = []
@@ -45,7 +52,7 @@ def snapshot() -> dict[str, Any]:
         devices = []
         for device in worker.devices:
             job = holders.get((worker.hostname, device["id"]))
-            holder = {"id": job.pk, "name": job.name, "owner": job.owner.username} if job else None
+            holder = _job_link(job) if job else None
             devices.append({**device, "job": holder})
         workers.append({
             "id": worker.id, "hostname": worker.hostname, "pid": worker.pid, "queues": worker.queues,
@@ -54,8 +61,7 @@ def snapshot() -> dict[str, Any]:
         })
     pending = Job.objects.filter(status__in=PENDING).select_related("owner").order_by("queued_at", "id")
     queue = [
-        {"id": job.pk, "name": job.name, "owner": job.owner.username, "status": job.status,
-         "device": job.device_class, "resources": job.resources}
+        {**_job_link(job), "status": job.status, "device": job.device_class, "resources": job.resources}
         for job in pending
     ]
     return {"workers": workers, "counts": free_counts(), "queue": queue}

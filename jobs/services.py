@@ -12,19 +12,12 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from digitslike.api import ActionError
+
 from . import bus, kinds
 from .events import publish
 from .models import ACTIVE, PENDING, Job, JobTransition, Status
 from .queue import enqueue
-
-
-class ActionError(Exception):
-    """A request that does not fit the job's state or the user's rights."""
-
-    def __init__(self, message: str, status: int = 409) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
 
 
 def require_change(job: Job, user: User) -> None:
@@ -84,8 +77,7 @@ def resume(job: Job, user: User) -> Job:
     job.refresh_from_db()
     resume_file = _resume_file(job)
     if not resume_file:
-        resuming = [kind.label.lower() for kind in kinds.all_kinds() if kind.resume_file]
-        raise ActionError(f"Only {' and '.join(resuming)} jobs can be resumed." if resuming else "No job can be resumed.")
+        raise ActionError(f"A {_label(job)} job cannot be resumed; clone it to run it again.")
     if job.status not in (Status.ABORTED, Status.FAILED):
         raise ActionError(f"The job is {job.get_status_display().lower()}; only an aborted or failed job can be resumed.")
     if not (job.folder / resume_file).is_file():

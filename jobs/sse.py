@@ -26,6 +26,7 @@ import redis
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 
+from digitslike.api import error
 from trainer import events as eventlog
 
 from . import bus, resources
@@ -203,5 +204,5 @@ def event_stream(iterator: AsyncIterator[str]) -> StreamingHttpResponse:
 async def signed_in(request: HttpRequest) -> JsonResponse | None:
     user = await request.auser()
     if not user.is_authenticated:
-        return JsonResponse({"error": "Sign in to follow live events."}, status=401)
+        return error("Sign in to follow live events.", 401)
     return None

@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from digitslike.api import ActionError, error
 from trainer import events as eventlog
 
 from . import bus, kinds, resources, serialize, services, sse
@@ -31,16 +32,23 @@ def _stream_position() -> str | None:
     return last[0][0].decode() if last else "0-0"
 
 
+def _tabs() -> list[dict]:
+    """One tab per registered category, in order, with the jobs of its kinds."""
+    return [{"id": category.name, "label": category.label, "group_link": category.group_link,
+             "jobs": [serialize.job_summary(job) for job in services.filtered_jobs({"category": category.name})]}
+            for category in kinds.categories()]
+
+
+def _new_pages() -> list[dict]:
+    return [{"label": f"New {kind.label.lower()}", "url": reverse(kind.new_page)}
+            for kind in kinds.all_kinds() if kind.new_page]
+
+
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    tabs = []
-    for category in kinds.categories():
-        rows = [serialize.job_summary(job) for job in services.filtered_jobs({"category": category.name})]
-        tabs.append({"id": category.name, "label": category.label, "group_link": category.group_link, "jobs": rows})
+    tabs = _tabs()
     active = request.GET.get("tab") or next((t["id"] for t in tabs if t["jobs"]), tabs[0]["id"] if tabs else "")
-    new_pages = [{"label": f"New {kind.label.lower()}", "url": reverse(kind.new_page)}
-                 for kind in kinds.all_kinds() if kind.new_page]
-    return render(request, "jobs/home.html", {"tabs": tabs, "active_tab": active, "new_pages": new_pages,
+    return render(request, "jobs/home.html", {"tabs": tabs, "active_tab": active, "new_pages": _new_pages(),
                                               "since": _stream_position()})
 
 
@@ -75,7 +83,7 @@ def resources_page(request: HttpRequest) -> HttpResponse:
     return render(request, "jobs/resources.html", {"snapshot": resources.snapshot()})
 
 
-def _refused(request: HttpRequest, job_id: int, exc: services.ActionError) -> HttpResponse:
+def _refused(request: HttpRequest, job_id: int, exc: ActionError) -> HttpResponse:
     """Show the job page again with the reason, under the refusal's status code
     (403 for someone else's job, 409 for an action that does not fit its state)."""
     messages.error(request, exc.message)
@@ -88,7 +96,7 @@ def _act(request: HttpRequest, job_id: int, action, done: str) -> HttpResponse:
     job = get_object_or_404(Job, pk=job_id)
     try:
         result = action(job, request.user)
-    except services.ActionError as exc:
+    except ActionError as exc:
         return _refused(request, job_id, exc)
     messages.success(request, done)
     return redirect("job", result.pk) if isinstance(result, Job) else redirect("job", job.pk)
@@ -118,7 +126,7 @@ def delete(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(Job, pk=job_id)
     try:
         services.delete(job, request.user)
-    except services.ActionError as exc:
+    except ActionError as exc:
         return _refused(request, job_id, exc)
     messages.success(request, f"Deleted “{job.name}”.")
     return redirect("home")
@@ -131,10 +139,10 @@ def edit(request: HttpRequest, job_id: int) -> HttpResponse:
     form = JobEditForm(request.POST)
     if not form.is_valid():
         problems = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
-        return _refused(request, job_id, services.ActionError(f"Not saved: {problems}", status=400))
+        return _refused(request, job_id, ActionError(f"Not saved: {problems}", status=400))
     try:
         services.update(job, request.user, form.cleaned_data)
-    except services.ActionError as exc:
+    except ActionError as exc:
         return _refused(request, job_id, exc)
     messages.success(request, "Saved.")
     return redirect("job", job_id)
@@ -145,7 +153,7 @@ async def job_events(request: HttpRequest, job_id: int) -> HttpResponse:
         return refused
     job = await Job.objects.filter(pk=job_id).afirst()
     if job is None:
-        return JsonResponse({"error": "No such job."}, status=404)
+        return error("No such job.", 404)
     last = request.headers.get("Last-Event-ID") or request.GET.get("since") or "0"
     after = int(last) if last.isdigit() else 0
     return sse.event_stream(sse.job_events(job.pk, job.folder, after))

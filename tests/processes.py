@@ -78,10 +78,11 @@ def start_worker(db_url: str, log_dir: Path, name: str = "worker", **env: str) -
                    {"DATABASE_URL": db_url, **env}, log_dir / f"{name}.log")
 
 
-def start_web(db_url: str, port: int, log_dir: Path) -> Service:
+def start_web(db_url: str, port: int, log_dir: Path, **env: str) -> Service:
     service = Service([sys.executable, "-m", "uvicorn", "digitslike.asgi:application", "--host", "127.0.0.1",
-                       "--port", str(port), "--log-level", "warning", "--timeout-graceful-shutdown", "1"],
-                      {"DATABASE_URL": db_url}, log_dir / "web.log")
+                       "--port", str(port), "--log-level", "warning", "--lifespan", "off",
+                       "--timeout-graceful-shutdown", "1"],
+                      {"DATABASE_URL": db_url, **env}, log_dir / "web.log")
 
     wait_answers(service.process, f"http://127.0.0.1:{port}", service.output, timeout=30)
     return service

@@ -2,7 +2,9 @@
 
 import re
 
+import pytest
 from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
 from django.test import Client
 
 from accounts.models import ApiToken
@@ -68,3 +70,45 @@ def test_a_user_cannot_revoke_someone_elses_token(alice, bob):
 def test_only_a_digest_of_the_key_is_stored(alice):
     token, key = ApiToken.issue(alice, "laptop")
     assert key not in str(ApiToken.objects.filter(pk=token.pk).values().get())
+
+
+def test_closed_sign_up_makes_no_account_and_offers_none(db, settings):
+    settings.SIGNUP_OPEN = False
+    refused = sign_up(Client(), "mallory")
+    assert refused.status_code == 403 and "Sign-up is closed" in refused.content.decode()
+    assert not User.objects.exists()
+    assert "/signup/" not in Client().get("/login/").content.decode()
+
+
+def test_the_first_to_sign_up_is_no_administrator_when_that_rule_is_off(db, settings):
+    settings.FIRST_SIGNUP_IS_ADMIN = False
+    assert sign_up(Client(), "ada").status_code == 302
+    assert not User.objects.get(username="ada").is_staff
+
+
+def test_the_administrator_can_come_from_the_environment(db, monkeypatch):
+    monkeypatch.setenv("ADMIN_USERNAME", "chief")
+    monkeypatch.setenv("ADMIN_PASSWORD", PASSWORD)
+    call_command("ensure_admin")
+    call_command("ensure_admin")  # again at the next start: kept as it is
+    chief = User.objects.get(username="chief")
+    assert chief.is_superuser and chief.check_password(PASSWORD)
+    assert sign_up(Client(), "ada").status_code == 302
+    assert not User.objects.get(username="ada").is_staff, "no longer the first account"
+    monkeypatch.delenv("ADMIN_PASSWORD")
+    monkeypatch.setenv("ADMIN_USERNAME", "deputy")
+    with pytest.raises(CommandError, match="ADMIN_PASSWORD is not"):
+        call_command("ensure_admin")
+
+
+def test_sign_in_attempts_are_limited_per_user_and_address(alice, settings):
+    settings.AXES_FAILURE_LIMIT = 3
+    client = Client()
+    for _ in range(2):
+        assert client.post("/login/", {"username": "alice", "password": "wrong"}).status_code == 200
+    locked = client.post("/login/", {"username": "alice", "password": "wrong"})
+    assert locked.status_code == 429 and "Too many sign-in attempts" in locked.content.decode()
+    right = client.post("/login/", {"username": "alice", "password": "correct horse battery"})
+    assert right.status_code == 429, "the right password does not help while locked out"
+    other = Client().post("/login/", {"username": "bob", "password": "wrong"})
+    assert other.status_code == 200, "another user name from the same address is not locked"

@@ -38,3 +38,15 @@ def test_web_and_worker_share_the_data_volume_and_postgres():
 def test_the_web_service_migrates_before_serving():
     command = SERVICES["web"]["command"]
     assert command.index("migrate") < command.index("uvicorn")
+
+
+def test_passwords_come_from_the_environment():
+    assert "${POSTGRES_PASSWORD:?" in SERVICES["postgres"]["environment"]["POSTGRES_PASSWORD"]
+    assert "${POSTGRES_PASSWORD:?" in SERVICES["web"]["environment"]["DATABASE_URL"]
+    assert SERVICES["web"]["environment"]["SECRET_KEY"].startswith("${SECRET_KEY:?")
+
+
+def test_the_image_runs_as_an_unprivileged_user():
+    lines = (Path(__file__).resolve().parent.parent / "Dockerfile").read_text().splitlines()
+    users = [line.split()[1] for line in lines if line.startswith("USER ")]
+    assert users and users[-1] not in ("root", "0")

@@ -16,7 +16,7 @@ from PIL import Image
 
 from tests.inferfiles import bar_images, png, trained_job
 from tests.trainfiles import make_dataset
-from trainer import checkpoint, events
+from trainer import checkpoint, jobfiles
 from trainer.inference import InferenceError, ModelNotFound, classify, evaluate_split, load_model, logits, preprocess
 from trainer.networks import build
 
@@ -33,7 +33,7 @@ def job(tmp_path_factory, dataset) -> Path:
 
 def test_a_finished_model_loads_its_best_snapshot_in_eval_mode(job):
     loaded = load_model(job)
-    assert loaded.snapshot == checkpoint.BEST and loaded.note is None
+    assert loaded.snapshot == jobfiles.BEST and loaded.note is None
     assert not loaded.model.training
     assert loaded.classes == ["horizontal", "vertical", "diagonal", "antidiagonal"]
     assert (loaded.channels, loaded.input_size, loaded.resize_mode, loaded.mean_mode) == (1, (28, 28), "squash", "image")
@@ -72,9 +72,9 @@ def test_a_colour_image_is_converted_for_a_grayscale_model_and_resized(job):
 def test_a_model_still_training_uses_its_newest_snapshot_and_says_so(tmp_path, job):
     running = tmp_path / "running"
     shutil.copytree(job, running)
-    (running / events.FILENAME).write_text("")
+    (running / jobfiles.EVENTS).write_text("")
     loaded = load_model(running)
-    assert loaded.snapshot.startswith("epoch-") or loaded.snapshot == checkpoint.LAST
+    assert loaded.snapshot.startswith("epoch-") or loaded.snapshot == jobfiles.LAST
     assert "still training" in loaded.note
 
 
@@ -108,10 +108,10 @@ def test_a_snapshot_of_another_architecture_is_refused(tmp_path, job):
     other = tmp_path / "other"
     shutil.copytree(job, other)
     resnet = build({"source": "standard", "name": "resnet18"}, 1, 4, 28, 28)
-    checkpoint.save(other / checkpoint.FOLDER / "foreign.pt", {"model": resnet.state_dict()})
+    checkpoint.save(other / jobfiles.CHECKPOINTS / "foreign.pt", {"model": resnet.state_dict()})
     with pytest.raises(InferenceError, match="not for this network's architecture: missing conv1.bias.*shaped differently"):
         load_model(other, "foreign.pt")
-    (other / checkpoint.FOLDER / "junk.pt").write_bytes(b"not a checkpoint")
+    (other / jobfiles.CHECKPOINTS / "junk.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(InferenceError, match="not a PyTorch weights file"):
         load_model(other, "junk.pt")
 

@@ -73,6 +73,11 @@ def test_it_starts_redis_worker_and_web_prints_the_url_and_ctrl_c_stops_all(laun
     assert (launch_dir / "redis").is_dir()
     wait_for(lambda: redis.Redis.from_url(redis_url).keys("dllaunch:celery:*"), what="the worker to reach Redis")
     assert len(processes_using(launch_dir)) >= 3  # Redis, worker, web
+    style = httpx.get(f"{first.url}/static/css/app.css", timeout=10)
+    assert style.status_code == 200 and "max-age" in style.headers["cache-control"]
+    assert httpx.get(f"{first.url}/vendor/plotly.min.js", timeout=10).status_code == 200
+    for noise in ("lifespan", "StreamingHttpResponse"):
+        assert noise not in first.output(), f"start-up noise: {noise}"
 
     assert first.ctrl_c() == 0
     wait_for(lambda: not processes_using(launch_dir), timeout=15, what="every started process to stop")

@@ -19,7 +19,7 @@ from PIL import Image
 from tests.inferfiles import bar_images, trained_job
 from tests.processes import Service, wait_for
 from tests.trainfiles import make_dataset
-from trainer import checkpoint, modelclient
+from trainer import jobfiles, modelclient
 from trainer.inference import load_model
 from trainer.modelserver import Models
 
@@ -58,7 +58,7 @@ def test_classify_inspect_and_saliency_from_a_warm_model(served, client):
     prefix, _ = served
     image, label = bar_images(1, seed=4)[0]
     first = modelclient.classify(client, prefix, 1, image, timeout=60)
-    assert first["loaded_now"] is True and first["snapshot"] == checkpoint.BEST
+    assert first["loaded_now"] is True and first["snapshot"] == jobfiles.BEST
     assert len(first["top"]) == 4 and first["top"][0]["index"] == label
     with Image.open(io.BytesIO(base64.b64decode(first["seen"]))) as seen:
         assert seen.size == (28, 28)
@@ -82,9 +82,9 @@ def test_errors_come_back_with_their_code(served, client):
         modelclient.classify(client, prefix, 1, b"not an image", timeout=60)
     assert bad.value.code == "bad_input"
     modelclient.classify(client, prefix, 1, image, timeout=60)
-    (data_dir / "jobs" / "1" / checkpoint.FOLDER / checkpoint.BEST).unlink()
+    (data_dir / "jobs" / "1" / jobfiles.CHECKPOINTS / jobfiles.BEST).unlink()
     with pytest.raises(modelclient.ModelServerError) as deleted:
-        modelclient.classify(client, prefix, 1, image, snapshot=checkpoint.BEST, timeout=60)
+        modelclient.classify(client, prefix, 1, image, snapshot=jobfiles.BEST, timeout=60)
     assert deleted.value.code == "not_found"
 
 
@@ -108,6 +108,6 @@ def test_models_are_evicted_least_recently_used_and_reloaded_when_rewritten(tmp_
     for number in (0, 1, 0, 2, 0, 1):
         models.get(jobs[number], None)
     assert loads == ["0", "1", "2", "1"], "1 was the least recently used when 2 came"
-    best = jobs[0] / checkpoint.FOLDER / checkpoint.BEST
+    best = jobs[0] / jobfiles.CHECKPOINTS / jobfiles.BEST
     os.utime(best, (best.stat().st_atime, best.stat().st_mtime + 10))
     assert models.get(jobs[0], None)[1] is True

@@ -7,7 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from trainer import eventkinds as kinds
 from trainer import events as eventlog
+from trainer import jobfiles
 from training import series
 
 
@@ -51,16 +53,13 @@ def test_downsampling_is_never_random_or_every_kth():
 def write_run(folder, first: int, last: int, offset: float = 0.0) -> None:
     for step in range(first, last + 1):
         epoch = step / 10
-        eventlog.append(folder, "train", {"step": step, "epoch": epoch, "loss": offset + 1.0 / (step + 1),
-                                          "lr": 0.1, "batch_size": 32, "images_per_s": 500.0 + step,
-                                          "data_wait": 0.25})
+        eventlog.append(folder, kinds.TRAIN, kinds.train(step, epoch, offset + 1.0 / (step + 1), 0.1, 32, 500.0 + step, 0.25))
         if step % 10 == 0 and step:
-            eventlog.append(folder, "val", {"step": step, "epoch": epoch, "loss": offset + 2.0 / step,
-                                            "top1": 0.5, "top5": 0.9})
-            eventlog.append(folder, "snapshot", {"step": step, "epoch": epoch, "file": f"checkpoints/epoch-{step // 10}.pt",
-                                                 "metrics": {"val_loss": 2.0 / step}, "best": True})
-            eventlog.append(folder, "best", {"epoch": epoch, "step": step, "metric": "val_loss", "value": 2.0 / step,
-                                             "file": f"checkpoints/epoch-{step // 10}.pt"})
+            snapshot = jobfiles.checkpoint(jobfiles.snapshot_name(step // 10))
+            eventlog.append(folder, kinds.VAL, kinds.val(step, epoch, offset + 2.0 / step, 0.5, 0.9))
+            eventlog.append(folder, kinds.SNAPSHOT, kinds.snapshot(step, epoch, snapshot, True, {"val_loss": 2.0 / step}))
+            eventlog.append(folder, kinds.BEST, {"epoch": epoch, "step": step, "metric": "val_loss", "value": 2.0 / step,
+                                                 "file": snapshot})
 
 
 def test_points_are_in_step_order_with_their_epochs(tmp_path):
@@ -78,7 +77,7 @@ def test_points_are_in_step_order_with_their_epochs(tmp_path):
 
 def test_a_resume_drops_what_the_interrupted_run_recorded_after_its_step(tmp_path):
     write_run(tmp_path, 0, 37)  # the run dies at step 37; its last checkpoint was at step 20
-    eventlog.append(tmp_path, "resume", {"step": 20, "epoch": 2.0})
+    eventlog.append(tmp_path, kinds.RESUME, kinds.resume(20, 2.0))
     write_run(tmp_path, 21, 50, offset=100.0)
     body = series.view(tmp_path, all_of)
     train = body["series"]["train_loss"]
@@ -92,17 +91,16 @@ def test_a_resume_drops_what_the_interrupted_run_recorded_after_its_step(tmp_pat
 
 def test_a_resume_without_new_points_keeps_the_earlier_best(tmp_path):
     write_run(tmp_path, 0, 30)
-    eventlog.append(tmp_path, "resume", {"step": 20, "epoch": 2.0})
+    eventlog.append(tmp_path, kinds.RESUME, kinds.resume(20, 2.0))
     body = series.view(tmp_path, all_of)
     assert body["best"]["step"] == 20 and [s["step"] for s in body["snapshots"]] == [10, 20]
     assert body["snapshots"][-1]["is_best"]
 
 
 def test_not_finite_values_are_left_out_of_curves_and_become_null_elsewhere(tmp_path):
-    eventlog.append(tmp_path, "train", {"step": 1, "epoch": 0.1, "loss": 2.0, "lr": 0.1, "images_per_s": 1.0, "data_wait": 0.0})
-    eventlog.append(tmp_path, "train", {"step": 2, "epoch": 0.2, "loss": float("nan"), "lr": 0.1, "images_per_s": 1.0,
-                                        "data_wait": 0.0})
-    eventlog.append(tmp_path, "layers", {"step": 2, "epoch": 0.2, "filters": None, "layers": [
+    eventlog.append(tmp_path, kinds.TRAIN, kinds.train(1, 0.1, 2.0, 0.1, 32, 1.0, 0.0))
+    eventlog.append(tmp_path, kinds.TRAIN, kinds.train(2, 0.2, float("nan"), 0.1, 32, 1.0, 0.0))
+    eventlog.append(tmp_path, kinds.LAYERS, {"step": 2, "epoch": 0.2, "filters": None, "layers": [
         {"name": "fc", "weight_norm": float("inf"), "grad_norm": None, "weight_hist": {"edges": [], "counts": []},
          "grad_hist": {"edges": [], "counts": []}}]})
     run = series.view(tmp_path, lambda r: r)
@@ -114,12 +112,12 @@ def test_not_finite_values_are_left_out_of_curves_and_become_null_elsewhere(tmp_
 
 def test_only_the_latest_of_the_latest_kinds_and_a_window_of_hardware(tmp_path):
     for i in range(series.HARDWARE_HISTORY + 5):
-        eventlog.append(tmp_path, "hardware", {"gpus": [], "cpu_percent": float(i), "rss_bytes": 1, "threads": 2})
-    eventlog.append(tmp_path, "perf", {"images_per_s": 1.0, "data_wait": 0.5, "step_ms": 3.0, "flops_per_image": 10,
+        eventlog.append(tmp_path, kinds.HARDWARE, {"gpus": [], "cpu_percent": float(i), "rss_bytes": 1, "threads": 2})
+    eventlog.append(tmp_path, kinds.PERF, {"images_per_s": 1.0, "data_wait": 0.5, "step_ms": 3.0, "flops_per_image": 10,
                                        "mfu": None, "device": "cpu"})
-    eventlog.append(tmp_path, "perf", {"images_per_s": 2.0, "data_wait": 0.5, "step_ms": 3.0, "flops_per_image": 10,
+    eventlog.append(tmp_path, kinds.PERF, {"images_per_s": 2.0, "data_wait": 0.5, "step_ms": 3.0, "flops_per_image": 10,
                                        "mfu": None, "device": "cpu"})
-    eventlog.append(tmp_path, "log", {"lines": ["not a chart's business"]})
+    eventlog.append(tmp_path, kinds.LOG, {"lines": ["not a chart's business"]})
     run = series.view(tmp_path, lambda r: r)
     assert run.perf["images_per_s"] == 2.0
     assert len(run.hardware) == series.HARDWARE_HISTORY and run.hardware[-1]["cpu_percent"] == series.HARDWARE_HISTORY + 4
@@ -166,8 +164,7 @@ def test_a_long_run_is_downsampled_per_series(tmp_path):
     lines = []
     for step in range(5000):
         loss = 10.0 if step == 4321 else 1.0 / math.sqrt(step + 1)
-        event = {"seq": step + 1, "t": 1.0, "kind": "train",
-                 "data": {"step": step, "epoch": step / 100, "loss": loss, "lr": 0.1, "images_per_s": 1.0, "data_wait": 0.0}}
+        event = {"seq": step + 1, "t": 1.0, "kind": kinds.TRAIN, "data": kinds.train(step, step / 100, loss, 0.1, 32, 1.0, 0.0)}
         lines.append(json.dumps(event, separators=(",", ":")))
     (tmp_path / eventlog.FILENAME).write_text("\n".join(lines) + "\n")
     train = series.view(tmp_path, lambda r: r.points("train_loss", 100))

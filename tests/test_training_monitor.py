@@ -7,11 +7,15 @@ import json
 
 import pytest
 from django.test import Client
+from django.utils.text import slugify
 
+from digitslike.api import ActionError
 from jobs import queue, services
 from jobs.bus import client as redis_client
 from jobs.models import Job, Status
+from trainer import eventkinds as kinds
 from trainer import events as eventlog
+from trainer import jobfiles
 
 PARAMS = {"dataset": 1, "network": {"source": "standard", "name": "lenet"}, "epochs": 5, "lr": 0.01,
           "batch_size": 64, "solver": "sgd"}
@@ -32,33 +36,30 @@ def signed_in(user) -> Client:
 
 def record_training(job: Job, steps: int = 200, val_every: int = 50) -> None:
     folder = job.folder
-    eventlog.append(folder, "network", {"summary": {"layers": [{"name": "conv1", "type": "Conv2d", "output_shape": [20, 24, 24],
-                                                                "params": 520}], "params": 520, "trainable": 520,
-                                                    "flops_per_image": 1000}, "input": [1, 28, 28], "classes": ["0", "1"]})
+    layer = {"name": "conv1", "type": "Conv2d", "output_shape": [20, 24, 24], "params": 520}
+    eventlog.append(folder, kinds.NETWORK, {"summary": {"layers": [layer], "params": 520, "trainable": 520,
+                                                        "flops_per_image": 1000}, "input": [1, 28, 28], "classes": ["0", "1"]})
     for step in range(1, steps + 1):
         epoch = step / 100
-        eventlog.append(folder, "train", {"step": step, "epoch": epoch, "loss": 2.0 / step, "lr": 0.01, "batch_size": 64,
-                                          "images_per_s": 1000.0, "data_wait": 0.1})
+        eventlog.append(folder, kinds.TRAIN, kinds.train(step, epoch, 2.0 / step, 0.01, 64, 1000.0, 0.1))
         if step % val_every == 0:
-            eventlog.append(folder, "val", {"step": step, "epoch": epoch, "loss": 1.0 / step, "top1": step / (steps + 1),
-                                            "top5": 0.99})
+            eventlog.append(folder, kinds.VAL, kinds.val(step, epoch, 1.0 / step, step / (steps + 1), 0.99))
             snapshot = f"checkpoints/epoch-{step // 100}-{step}.pt"
             (folder / "checkpoints").mkdir(exist_ok=True)
             (folder / snapshot).write_bytes(b"weights")
-            eventlog.append(folder, "snapshot", {"step": step, "epoch": epoch, "file": snapshot, "best": True,
-                                                 "metrics": {"val_loss": 1.0 / step, "val_top1": 0.5, "val_top5": 0.9,
-                                                             "train_loss": 2.0 / step}})
-            eventlog.append(folder, "best", {"epoch": epoch, "step": step, "metric": "val_top1", "value": 0.5,
+            eventlog.append(folder, kinds.SNAPSHOT, kinds.snapshot(step, epoch, snapshot, True, {
+                "val_loss": 1.0 / step, "val_top1": 0.5, "val_top5": 0.9, "train_loss": 2.0 / step}))
+            eventlog.append(folder, kinds.BEST, {"epoch": epoch, "step": step, "metric": "val_top1", "value": 0.5,
                                              "file": snapshot})
-    eventlog.append(folder, "progress", {"progress": 0.5, "epoch": 2.0, "loss": 0.01})
-    eventlog.append(folder, "hardware", {"gpus": [{"index": 0, "name": "H100", "utilization": 97, "memory_used": 2**30,
+    eventlog.append(folder, kinds.PROGRESS, {"progress": 0.5, "epoch": 2.0, "loss": 0.01})
+    eventlog.append(folder, kinds.HARDWARE, {"gpus": [{"index": 0, "name": "H100", "utilization": 97, "memory_used": 2**30,
                                                    "memory_total": 80 * 2**30, "temperature": 60, "power_watts": 300.0}],
                                          "cpu_percent": 105.0, "rss_bytes": 2**31, "threads": 8})
-    eventlog.append(folder, "perf", {"images_per_s": 1000.0, "data_wait": 0.1, "step_ms": 12.5, "flops_per_image": 1000,
+    eventlog.append(folder, kinds.PERF, {"images_per_s": 1000.0, "data_wait": 0.1, "step_ms": 12.5, "flops_per_image": 1000,
                                      "mfu": None, "device": "cpu"})
     (folder / "visuals").mkdir(exist_ok=True)
     (folder / "visuals" / "filters-200.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
-    eventlog.append(folder, "layers", {"step": steps, "epoch": steps / 100, "filters": "visuals/filters-200.png", "layers": [
+    eventlog.append(folder, kinds.LAYERS, {"step": steps, "epoch": steps / 100, "filters": "visuals/filters-200.png", "layers": [
         {"name": "conv1", "weight_norm": 1.5, "grad_norm": 0.01, "weight_hist": {"edges": [0, 1, 2], "counts": [3, 4]},
          "grad_hist": {"edges": [0, 1, 2], "counts": [1, 2]}}]})
 
@@ -106,7 +107,8 @@ def test_the_files_view_serves_run_files_only(alice, bob):
 
     snapshot = client.get(f"/jobs/{job.pk}/files/checkpoints/epoch-0-50.pt")
     assert snapshot.status_code == 200 and b"".join(snapshot.streaming_content) == b"weights"
-    assert "attachment" in snapshot["Content-Disposition"]
+    assert snapshot["Content-Disposition"] == f'attachment; filename="{slugify(job.name)}-epoch-0-50.pt"'
+    assert snapshot["Content-Type"] == "application/octet-stream"
     image = client.get(f"/jobs/{job.pk}/files/visuals/filters-200.png")
     assert image.status_code == 200 and image["Content-Type"] == "image/png"
     assert "attachment" not in image.get("Content-Disposition", "")
@@ -123,7 +125,7 @@ def test_the_files_view_serves_run_files_only(alice, bob):
 
 def test_a_profile_request_creates_the_file_for_a_running_job_of_the_owner_or_staff(alice, bob, staff):
     job = train_job(alice)
-    request = job.folder / "profile.request"
+    request = job.folder / jobfiles.PROFILE_REQUEST
     refused = signed_in(bob).post(f"/api/jobs/{job.pk}/profile")
     assert refused.status_code == 403 and not request.exists()
     accepted = signed_in(alice).post(f"/api/jobs/{job.pk}/profile")
@@ -138,7 +140,7 @@ def test_a_profile_request_for_a_job_that_is_not_running_is_409(alice):
         job = train_job(alice, status=status, name=status)
         response = client.post(f"/api/jobs/{job.pk}/profile")
         assert response.status_code == 409 and "only a running training job" in response.json()["error"]
-        assert not (job.folder / "profile.request").exists()
+        assert not (job.folder / jobfiles.PROFILE_REQUEST).exists()
     assert client.post("/api/jobs/9999/profile").status_code == 404
 
 
@@ -147,7 +149,7 @@ def test_the_page_profile_button_posts_to_the_job(alice, bob):
     assert signed_in(bob).post(f"/jobs/{job.pk}/profile").status_code == 403
     response = signed_in(alice).post(f"/jobs/{job.pk}/profile")
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
-    assert (job.folder / "profile.request").exists()
+    assert (job.folder / jobfiles.PROFILE_REQUEST).exists()
 
 
 # ---- resuming -------------------------------------------------------------------------------
@@ -185,7 +187,7 @@ def test_resume_queues_an_aborted_job_with_a_checkpoint_again(alice, django_capt
 
 def test_resume_refuses_jobs_it_cannot_carry_on_and_other_users(alice, bob, staff):
     failed = with_checkpoint(train_job(alice, status=Status.FAILED, name="failed"))
-    with pytest.raises(services.ActionError) as refused:
+    with pytest.raises(ActionError) as refused:
         services.resume(failed, bob)
     assert refused.value.status == 403
     cases = {
@@ -195,12 +197,12 @@ def test_resume_refuses_jobs_it_cannot_carry_on_and_other_users(alice, bob, staf
     }
     for what, (job, message) in cases.items():
         assert not services.resumable(job), what
-        with pytest.raises(services.ActionError) as refused:
+        with pytest.raises(ActionError) as refused:
             services.resume(job, staff)
         assert refused.value.status == 409 and message in refused.value.message, what
         assert Job.objects.get(pk=job.pk).status == job.status
     check = Job.objects.create(kind="devicecheck", name="c", owner=alice, params={}, resources={}, status=Status.FAILED)
-    with pytest.raises(services.ActionError, match="Only model jobs can be resumed"):
+    with pytest.raises(ActionError, match="A device check job cannot be resumed"):
         services.resume(check, alice)
 
 
@@ -318,3 +320,13 @@ def test_the_api_schema_describes_these_endpoints(alice):
     paths = signed_in(alice).get("/api/openapi.json").json()["paths"]
     for path in ("/api/jobs/{job_id}/metrics", "/api/jobs/{job_id}/profile", "/api/jobs/{job_id}/resume", "/api/groups/{group}"):
         assert path in paths, path
+
+
+def test_top5_is_left_out_for_a_dataset_of_five_classes_or_fewer(alice):
+    dataset = Job.objects.create(kind="dataset", name="bars", owner=alice, params={}, resources={}, status=Status.DONE)
+    (dataset.folder / "dataset").mkdir(parents=True)
+    (dataset.folder / "dataset" / "manifest.json").write_text(json.dumps({"classes": ["a", "b", "c", "d"]}))
+    few = signed_in(alice).get(f"/jobs/{train_job(alice, dataset=dataset.pk).pk}/")
+    assert embedded(few, "training-data")["classes"] == 4 and "<th>Top-5</th>" not in few.content.decode()
+    unknown = signed_in(alice).get(f"/jobs/{train_job(alice, dataset=dataset.pk + 1000, name='x').pk}/")
+    assert embedded(unknown, "training-data")["classes"] is None and "<th>Top-5</th>" in unknown.content.decode()

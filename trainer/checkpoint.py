@@ -11,10 +11,6 @@ from typing import Any
 
 import torch
 
-FOLDER = "checkpoints"
-LAST = "last.pt"
-BEST = "best.pt"
-
 
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:
     """The plain module under DistributedDataParallel and torch.compile."""

@@ -8,11 +8,14 @@ gather on the device, with augmentation as batched tensor operations
 (``trainer.augment``) and no per-image Python work nor host-device
 synchronisation. A split that does not fit is a ``StreamingSplit``: its
 batches are decoded ahead in ``DataLoader`` processes.
+
+Over 400 lines on purpose: splits, normalisation and ``Batches`` share one
+memory layout and device contract; reading the store is ``datastore``'s, the
+step arithmetic ``steps``' and augmentation ``augment``'s.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import mmap
@@ -26,11 +29,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from PIL import Image
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
+from . import steps
 from .augment import Augment, Positions, centre_crop, take
+from .datastore import SplitReader, decode
 
 MEAN_MODES = ("none", "image", "pixel")
 STREAMING_WORKERS = 4
@@ -134,32 +138,18 @@ class StreamingSplit:
 
 
 class BatchReader(Dataset):
-    """Reads the images at a batch of positions (a ``DataLoader`` dataset
-    whose items are whole batches). A raw store is memory-mapped lazily, in
-    the process that reads."""
+    """The ``DataLoader`` dataset of a streamed split: its items are whole
+    batches, the images at a batch of positions (read by the store's
+    ``SplitReader``)."""
 
-    def __init__(self, folder: Path, split: str, encoding: str, shape: tuple[int, int, int]) -> None:
-        self.folder, self.split, self.encoding, self.shape = folder, split, encoding, shape
-        self.labels = np.load(folder / f"{split}-labels.npy").astype(np.int64)
-        self.index = None if encoding == "none" else np.load(folder / f"{split}-index.npy")
-        self._store: Any = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_store": None}
+    def __init__(self, store: SplitReader) -> None:
+        self.store = store
+        self.shape = store.shape
+        self.labels = store.labels.astype(np.int64)
 
     def __getitem__(self, positions: Tensor) -> tuple[Tensor, Tensor]:
         chosen = positions.numpy()
-        if self.index is None:
-            if self._store is None:
-                self._store = np.load(self.folder / f"{self.split}-images.npy", mmap_mode="r")
-            pixels = self._store[chosen]
-        else:
-            pixels = np.empty((len(chosen), *self.shape), dtype=np.uint8)
-            mode = _pil_mode(self.shape)
-            with open(self.folder / f"{self.split}-images.bin", "rb") as handle:
-                for slot, (offset, length) in enumerate(self.index[chosen]):
-                    pixels[slot] = _decode(os.pread(handle.fileno(), int(length), int(offset)), mode, self.shape)
-        return torch.from_numpy(pixels), torch.from_numpy(self.labels[chosen])
+        return torch.from_numpy(self.store.images(chosen)), torch.from_numpy(self.labels[chosen])
 
 
 def load_split(dataset_dir: Path | str, split: str, budget_bytes: int,
@@ -169,16 +159,17 @@ def load_split(dataset_dir: Path | str, split: str, budget_bytes: int,
     Encoded images are decoded by ``processes`` processes (default: one per
     core this process may use)."""
     info = DatasetInfo.load(dataset_dir)
-    reader = BatchReader(info.path, split, info.encoding, info.image_shape)
+    store = SplitReader(info.path, split, info.encoding, info.image_shape)
+    reader = BatchReader(store)
     count = len(reader.labels)
     if not count:
         return None
     if count * math.prod(info.image_shape) > budget_bytes:
         return StreamingSplit(reader, min(STREAMING_WORKERS, _cpus()))
-    if info.encoding == "none":
-        images = _read_raw(info.path / f"{split}-images.npy")
+    if store.index is None:
+        images = _read_raw(store.path)
     else:
-        images = _decode_all(info.path / f"{split}-images.bin", reader.index, info.image_shape, processes or _cpus())
+        images = _decode_all(store.path, store.index, info.image_shape, processes or _cpus())
     return SplitData(torch.from_numpy(images), torch.from_numpy(reader.labels))
 
 
@@ -240,19 +231,8 @@ def _decode_chunk(chunk: tuple[int, int]) -> None:
     first = int(offsets.min())
     with open(_decoder["blob"], "rb") as handle:
         data = memoryview(os.pread(handle.fileno(), int((offsets + lengths).max()) - first, first))
-    mode = _pil_mode(images.shape[1:])
     for slot, offset, length in zip(range(start, stop), offsets - first, lengths, strict=True):
-        images[slot] = _decode(data[offset:offset + length], mode, images.shape[1:])
-
-
-def _pil_mode(shape: tuple[int, ...]) -> str:
-    return "L" if shape[2] == 1 else "RGB"
-
-
-def _decode(data: bytes | memoryview, mode: str, shape: tuple[int, ...]) -> np.ndarray:
-    with Image.open(io.BytesIO(data)) as image:
-        pixels = np.asarray(image if image.mode == mode else image.convert(mode))
-    return pixels.reshape(shape)
+        images[slot] = decode(data[offset:offset + length], images.shape[1:])
 
 
 # ---- Normalisation ---------------------------------------------------------------------------------
@@ -394,14 +374,10 @@ class Batches:
         return per_rank // self.batch_size * self.batch_size if self.drop_last else per_rank
 
     def __len__(self) -> int:
-        per_rank = self._per_rank()
-        return per_rank // self.batch_size if self.drop_last else -(-per_rank // self.batch_size)
+        return steps.batch_count(self._per_rank(), self.batch_size, self.drop_last)
 
     def _per_rank(self) -> int:
-        total = len(self.split)
-        if self.shuffle:
-            total -= total % self.world_size
-        return len(range(self.rank, total, self.world_size))
+        return steps.shard_size(len(self.split), self.rank, self.world_size, even=self.shuffle)
 
     def order(self) -> Tensor:
         """This rank's positions for the current epoch, in order (CPU int64)."""

@@ -45,7 +45,7 @@ class RawSplitWriter:
 
     def __init__(self, folder: Path, split: str, shape: tuple[int, int, int], capacity: int) -> None:
         self.folder, self.split, self.shape, self.capacity = folder, split, shape, capacity
-        self.path = folder / f"{split}-images.npy"
+        self.path = folder / images_file(split, "none")
         header = _npy_header((capacity, *shape))
         self.header_length = len(header)
         self.image_bytes = int(np.prod(shape))
@@ -81,7 +81,7 @@ class RawSplitWriter:
         with open(self.path, "r+b") as handle:
             handle.write(_npy_header((count, *self.shape), self.header_length))
             handle.truncate(self.header_length + count * self.image_bytes)
-        np.save(self.folder / f"{self.split}-labels.npy", self.labels[self.valid])
+        np.save(self.folder / labels_file(self.split), self.labels[self.valid])
 
 
 def open_slots(slots: dict) -> np.memmap:
@@ -98,7 +98,7 @@ class EncodedSplitWriter:
         self.count = 0
         self.offset = 0
         self.labels = open(folder / f"{split}-labels.bin", "wb")
-        self.images = open(folder / f"{split}-images.bin", "wb")
+        self.images = open(folder / images_file(split, encoding), "wb")
         self.index = open(folder / f"{split}-index.bin", "wb")
 
     def add(self, encoded: bytes, label: int) -> None:
@@ -148,32 +148,59 @@ def encode(pixels: np.ndarray, encoding: str, quality: int) -> bytes:
     return out.getvalue()
 
 
+def images_file(split: str, encoding: str) -> str:
+    return f"{split}-images.npy" if encoding == "none" else f"{split}-images.bin"
+
+
+def index_file(split: str) -> str:
+    return f"{split}-index.npy"
+
+
+def labels_file(split: str) -> str:
+    return f"{split}-labels.npy"
+
+
 class SplitReader:
-    """Random access to a split's images (H×W×C uint8) and labels."""
+    """Random access to a split's images (H×W×C uint8) and labels: one image
+    (the gallery) or a batch of positions (the trainer's streamed splits).
+    A raw store is memory-mapped lazily, in the process that reads, so a
+    reader can be sent to ``DataLoader`` worker processes."""
 
     def __init__(self, folder: Path, split: str, encoding: str, shape: tuple[int, int, int]) -> None:
-        self.shape = shape
-        self.labels = np.load(folder / f"{split}-labels.npy")
-        if encoding == "none":
-            self.images = np.load(folder / f"{split}-images.npy", mmap_mode="r") if len(self.labels) else None
-            self.index = None
-        else:
-            self.index = np.load(folder / f"{split}-index.npy")
-            self.blob = folder / f"{split}-images.bin"
+        self.folder, self.split, self.encoding, self.shape = folder, split, encoding, shape
+        self.path = folder / images_file(split, encoding)
+        self.labels = np.load(folder / labels_file(split))
+        self.index = None if encoding == "none" else np.load(folder / index_file(split))
+        self._raw: np.ndarray | None = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_raw": None}
 
     def __len__(self) -> int:
         return len(self.labels)
 
     def image(self, i: int) -> np.ndarray:
+        return self.images(np.array([i]))[0]
+
+    def images(self, positions: np.ndarray) -> np.ndarray:
+        """The images at ``positions`` (uint8 N×H×W×C)."""
         if self.index is None:
-            return np.asarray(self.images[i])
-        offset, length = (int(v) for v in self.index[i])
-        with open(self.blob, "rb") as handle:
-            handle.seek(offset)
-            data = handle.read(length)
-        with Image.open(io.BytesIO(data)) as image:
-            pixels = np.asarray(image.convert("L" if self.shape[2] == 1 else "RGB"))
-        return pixels.reshape(self.shape)
+            if self._raw is None:
+                self._raw = np.load(self.path, mmap_mode="r")
+            return np.asarray(self._raw[positions])
+        pixels = np.empty((len(positions), *self.shape), dtype=np.uint8)
+        with open(self.path, "rb") as handle:
+            for slot, (offset, length) in enumerate(self.index[positions]):
+                pixels[slot] = decode(os.pread(handle.fileno(), int(length), int(offset)), self.shape)
+        return pixels
+
+
+def decode(data: bytes | memoryview, shape: tuple[int, ...]) -> np.ndarray:
+    """An encoded image of the store as uint8 pixels of ``shape`` (H×W×C)."""
+    mode = "L" if shape[2] == 1 else "RGB"
+    with Image.open(io.BytesIO(data)) as image:
+        pixels = np.asarray(image if image.mode == mode else image.convert(mode))
+    return pixels.reshape(shape)
 
 
 def png_bytes(pixels: np.ndarray) -> bytes:

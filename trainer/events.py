@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-FILENAME = "events.jsonl"
+from .jobfiles import EVENTS as FILENAME
+from .linetail import LineTail
 
 
 def _last_seq(handle: Any) -> int:
@@ -66,21 +67,12 @@ class Reader:
     lines added since the last call, without re-reading the file."""
 
     def __init__(self, job_dir: Path | str, after_seq: int = 0) -> None:
-        self.path = Path(job_dir) / FILENAME
-        self.offset = 0
+        self.tail = LineTail(Path(job_dir) / FILENAME)
         self.after_seq = after_seq
 
     def read(self) -> list[dict[str, Any]]:
-        try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self.offset)
-                block = handle.read()
-        except FileNotFoundError:
-            return []
-        complete = block.rfind(b"\n") + 1
-        self.offset += complete
         events = []
-        for line in block[:complete].splitlines():
+        for line in self.tail.lines():
             event = json.loads(line)
             if event["seq"] > self.after_seq:
                 events.append(event)

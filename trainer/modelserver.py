@@ -29,7 +29,7 @@ from typing import Any
 
 import redis
 
-from trainer import checkpoint, modelclient
+from trainer import jobfiles, modelclient
 from trainer.inference import InferenceError, Loaded, ModelNotFound, load_model, preprocess
 from trainer.inference.classify import logits, top_classes
 from trainer.inference.gradcam import saliency
@@ -49,7 +49,7 @@ class Models:
 
     @staticmethod
     def _stamp(job_dir: Path, loaded: Loaded) -> float:
-        path = job_dir / checkpoint.FOLDER / loaded.snapshot
+        path = job_dir / jobfiles.CHECKPOINTS / loaded.snapshot
         try:
             return path.stat().st_mtime
         except FileNotFoundError:

@@ -18,6 +18,7 @@ import torch
 from PIL import Image
 
 from . import gpus as nvml
+from . import jobfiles
 
 HISTOGRAM_BINS = 30
 MAX_LAYERS = 64
@@ -143,7 +144,7 @@ class Profile:
     """A few steps under the PyTorch profiler, asked for by the web app with
     a ``profile.request`` file in the job folder."""
 
-    REQUEST = "profile.request"
+    REQUEST = jobfiles.PROFILE_REQUEST
 
     def __init__(self, job_dir: Path, device: torch.device) -> None:
         self.job_dir, self.device = job_dir, device
@@ -178,8 +179,8 @@ class Profile:
             torch.cuda.synchronize(self.device)  # host-device sync: the profile's end
         profiler, self.profiler = self.profiler, None
         profiler.__exit__(None, None, None)
-        relative = f"profile/trace-{self.first_step}.json"
-        (self.job_dir / "profile").mkdir(exist_ok=True)
+        relative = jobfiles.profile_trace(self.first_step)
+        (self.job_dir / jobfiles.PROFILE).mkdir(exist_ok=True)
         profiler.export_chrome_trace(str(self.job_dir / relative))
         (self.job_dir / self.REQUEST).unlink(missing_ok=True)
         return {"file": relative, "steps": steps, "top": _top_operators(profiler)}

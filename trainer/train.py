@@ -12,6 +12,11 @@ read at reporting points only; each such read is marked as a host-device sync.
 A job folder that holds ``checkpoints/last.pt`` resumes from it: after an
 abort (the SIGTERM handler saves it at the next step boundary) or after the
 worker was lost (the last snapshot's copy).
+
+Over 400 lines on purpose: the set-up, the loop and its reporting are one
+``Run`` that reads top to bottom; the pieces that stand alone (data,
+augmentation, checkpoints, telemetry, the shared names and arithmetic) are
+already modules of their own.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from . import checkpoint, events, lr_policy, solvers, telemetry
+from . import checkpoint, eventkinds, events, jobfiles, lr_policy, solvers, telemetry
 from .data import Augment, Batches, DatasetInfo, Normalizer, load_split
 from .distributed import Placement, exit_process, setup
 from .networks import NetworkError, build, summary
@@ -182,7 +187,7 @@ class Run:
     # -- checkpoints ---------------------------------------------------------
 
     def _resuming(self) -> bool:
-        return (self.job_dir / checkpoint.FOLDER / checkpoint.LAST).exists()
+        return (self.job_dir / jobfiles.LAST_CHECKPOINT).exists()
 
     def state(self) -> dict[str, Any]:
         augment_states = self.place.gather(self.augment.state_dict())
@@ -202,13 +207,13 @@ class Run:
     def save(self, name: str, state: dict[str, Any] | None = None) -> str:
         """Write a checkpoint (every rank takes part in gathering, rank 0 writes)."""
         state = state or self.state()
-        relative = f"{checkpoint.FOLDER}/{name}"
+        relative = jobfiles.checkpoint(name)
         if self.place.is_main:
             checkpoint.save(self.job_dir / relative, state)
         return relative
 
     def resume(self) -> None:
-        state = checkpoint.load(self.job_dir / checkpoint.FOLDER / checkpoint.LAST)
+        state = checkpoint.load(self.job_dir / jobfiles.LAST_CHECKPOINT)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scaler.load_state_dict(state["scaler"])
@@ -220,7 +225,7 @@ class Run:
         if self.device.type == "cuda" and state["rng_cuda"] is not None:
             torch.cuda.set_rng_state(state["rng_cuda"], self.device)
         p = self.progress
-        self.emit("resume", {"step": p.step, "epoch": self.epoch_float(p.epoch, p.batch)})
+        self.emit(eventkinds.RESUME, eventkinds.resume(p.step, self.epoch_float(p.epoch, p.batch)))
         self.log(f"resumed at epoch {p.epoch}, batch {p.batch} (step {p.step})")
 
     # -- reporting -----------------------------------------------------------
@@ -244,10 +249,10 @@ class Run:
         if self._resuming():
             self.resume()
         else:
-            self.emit("network", {"summary": self.summary, "input": [self.channels, *self.input_size],
+            self.emit(eventkinds.NETWORK, {"summary": self.summary, "input": [self.channels, *self.input_size],
                                   "classes": list(self.info.classes)})
             if self.place.is_main:
-                (self.job_dir / "network.json").write_text(json.dumps(self.summary))
+                (self.job_dir / jobfiles.NETWORK_SUMMARY).write_text(json.dumps(self.summary))
         self.log(f"training {config['network'].get('name') or config['network']['source']} on {self.device} "
                  f"({self.place.world_size} process(es)), {self.total_steps} steps, lr {self.base_lr:g}")
         stopped_early = False
@@ -256,9 +261,9 @@ class Run:
             if stopped_early:
                 break
         if self.profile.active:
-            self.emit("profile", self.profile.stop())
+            self.emit(eventkinds.PROFILE, self.profile.stop())
         if self.stop_requested:
-            self.save(checkpoint.LAST)
+            self.save(jobfiles.LAST)
             self.log("stopped: checkpoint saved for resuming")
             return {}
         return self.finish(stopped_early)
@@ -284,7 +289,7 @@ class Run:
                 solvers.set_lr(self.optimizer, lr_policy_lr)
             loss_sum += self.step(x, y, accumulation, update, collect=epoch_now >= p.next_val - 1e-9)
             if self.profile.active and (report := self.profile.step_done()):
-                self.emit("profile", report)
+                self.emit(eventkinds.PROFILE, report)
             now = time.perf_counter()
             if now - report_time >= REPORT_SECONDS or p.batch == self.epoch_batches[p.epoch]:
                 loss = self.report(loss_sum, p.step - reported_step, now - report_time,
@@ -330,7 +335,7 @@ class Run:
         """Hardware readings every few seconds; start a profile when the web
         app asked for one (checked here, not at every step)."""
         if now - self.last_hardware >= HARDWARE_SECONDS:
-            self.emit("hardware", self.hardware.read())
+            self.emit(eventkinds.HARDWARE, self.hardware.read())
             self.last_hardware = now
         if not self.profile.active and self.profile.requested():
             self.profile.start(self.progress.step)
@@ -357,12 +362,11 @@ class Run:
         wait = min(data_wait / max(seconds, 1e-9), 1.0)
         lr = self.optimizer.param_groups[0]["lr"]
         p = self.progress
-        self.emit("train", {"step": p.step, "epoch": epoch, "loss": loss, "lr": lr, "batch_size": batch_size,
-                            "images_per_s": rate, "data_wait": wait})
-        self.emit("progress", {"progress": min(p.step / self.total_steps, 1.0), "epoch": epoch, "loss": loss})
+        self.emit(eventkinds.TRAIN, eventkinds.train(p.step, epoch, loss, lr, batch_size, rate, wait))
+        self.emit(eventkinds.PROGRESS, {"progress": min(p.step / self.total_steps, 1.0), "epoch": epoch, "loss": loss})
         flops = self.summary.get("flops_per_image") or 0
         mfu = 3 * flops * rate / (self.peak * self.place.world_size) if self.peak and flops else None
-        self.emit("perf", {"images_per_s": rate, "data_wait": wait, "step_ms": 1000 * seconds / max(steps, 1),
+        self.emit(eventkinds.PERF, {"images_per_s": rate, "data_wait": wait, "step_ms": 1000 * seconds / max(steps, 1),
                            "flops_per_image": flops, "mfu": mfu, "device": str(self.device)})
         return loss
 
@@ -400,7 +404,7 @@ class Run:
         if metrics is None:
             return False
         p.last_val = {"val_loss": metrics["loss"], "val_top1": metrics["top1"], "val_top5": metrics["top5"]}
-        self.emit("val", {"step": p.step, "epoch": epoch, **metrics})
+        self.emit(eventkinds.VAL, eventkinds.val(p.step, epoch, **metrics))
         self.log(f"epoch {epoch:.2f}: val loss {metrics['loss']:.4f}, top-1 {metrics['top1']:.2%}, top-5 {metrics['top5']:.2%}")
         if not math.isfinite(metrics["loss"]):
             raise TrainingError(f"The validation loss became {metrics['loss']} at epoch {epoch:.2f}: "
@@ -410,10 +414,10 @@ class Run:
         value = p.last_val[metric]
         improved = p.best is None or (value < p.best["value"] if metric == "val_loss" else value > p.best["value"])
         if improved:
-            file = self.save(checkpoint.BEST)
+            file = self.save(jobfiles.BEST)
             p.best = {"epoch": epoch, "step": p.step, "metric": metric, "value": value, "file": file}
             p.bad_validations = 0
-            self.emit("best", dict(p.best))
+            self.emit(eventkinds.BEST, dict(p.best))
         else:
             p.bad_validations += 1
         if stopping and p.bad_validations >= int(stopping.get("patience") or 5):
@@ -427,19 +431,18 @@ class Run:
         filters = None
         weight = telemetry.first_conv_weight(self.model)
         if weight is not None and self.place.is_main:
-            filters = f"visuals/filters-{self.progress.step}.png"
+            filters = jobfiles.filters_image(self.progress.step)
             telemetry.filters_image(weight, self.job_dir / filters)
-        self.emit("layers", {"step": self.progress.step, "epoch": epoch, "filters": filters, "layers": layers})
+        self.emit(eventkinds.LAYERS, {"step": self.progress.step, "epoch": epoch, "filters": filters, "layers": layers})
 
     def snapshot(self, epoch: float) -> None:
         p = self.progress
         state = self.state()
-        name = f"epoch-{epoch:g}.pt" if epoch == int(epoch) else f"epoch-{epoch:.2f}.pt"
-        file = self.save(name, state)
-        self.save(checkpoint.LAST, state)
+        file = self.save(jobfiles.snapshot_name(epoch), state)
+        self.save(jobfiles.LAST, state)
         best = bool(p.best and p.best["step"] == p.step)
-        self.emit("snapshot", {"step": p.step, "epoch": epoch, "file": file, "best": best,
-                               "metrics": {**p.last_val, "train_loss": self.last_train_loss}})
+        self.emit(eventkinds.SNAPSHOT, eventkinds.snapshot(p.step, epoch, file, best,
+                                                           {**p.last_val, "train_loss": self.last_train_loss}))
 
     def finish(self, stopped_early: bool) -> dict[str, Any]:
         p = self.progress
@@ -449,22 +452,22 @@ class Run:
             if metrics:
                 final.update({f"{split}_{k}": v for k, v in metrics.items()})
         epoch = self.epoch_float(p.epoch, p.batch) if p.epoch < len(self.epoch_batches) else float(p.epoch)
-        self.save(checkpoint.LAST)
+        self.save(jobfiles.LAST)
         if self.place.is_main:
             self.export()
         result = {"best": p.best, "final": final, "epochs": epoch, "train_seconds": self.train_seconds,
                   "images_per_s": self.images_trained / max(self.train_seconds, 1e-9), "stopped_early": stopped_early}
-        self.emit("result", result)
+        self.emit(eventkinds.RESULT, result)
         self.log("done: " + ", ".join(f"{k} {v:.4f}" for k, v in final.items()))
         return result
 
     def export(self) -> None:
         """The trained model for download: weights, network spec, classes and
         the input it expects, readable with ``torch.load(weights_only=True)``."""
-        source = self.job_dir / checkpoint.FOLDER / (checkpoint.BEST if self.progress.best else checkpoint.LAST)
+        source = self.job_dir / (jobfiles.BEST_CHECKPOINT if self.progress.best else jobfiles.LAST_CHECKPOINT)
         weights = checkpoint.load(source)["model"]
         normalization = {"mean": self.config["mean"], "crop": self.config.get("crop")}
-        checkpoint.save(self.job_dir / "export" / "model.pt", {
+        checkpoint.save(self.job_dir / jobfiles.EXPORTED_MODEL, {
             "model": weights, "network": self.config["network"], "classes": list(self.info.classes),
             "input": [self.channels, *self.input_size], "normalization": normalization})
 
@@ -499,7 +502,7 @@ def main(config_path: str) -> int:
     except Exception as exc:
         message = _describe_failure(exc, config)
         if place.is_main:
-            events.append(job_dir, "error", {"message": message})
+            events.append(job_dir, eventkinds.ERROR, {"message": message})
             print(message, file=sys.stderr, flush=True)
         return 1
     finally:

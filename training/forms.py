@@ -9,29 +9,26 @@ networks, solvers) comes from ``catalog``.
 from __future__ import annotations
 
 import ast
-import json
 import math
 import secrets
-from pathlib import Path
 from typing import Any
 
 from django import forms
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from datasets import store
-from jobs import services
+from jobs import services as job_services
 from jobs.forms import DevicesField, JobFieldsForm
-from jobs.models import Job, Status
+from jobs.models import Job
 from trainer import lr_policy as policies
 from trainer.networks.layerspec import NetworkError, validate_layers
+from trainer.steps import total_steps
 
 from . import catalog, sweeps
+from .services import RUN_CODE, built_dataset, dataset_choices, dataset_classes, previous_jobs
 
-RUN_CODE = "jobs.run_code"
 SEED_LIMIT = 2**31 - 1
 NO_DATASET_STEPS_PER_EPOCH = 100
-PREVIOUS_JOBS_SHOWN = 200
 
 NETWORK_SOURCES = [("standard", "Standard network"), ("layers", "Custom layers"), ("python", "Python code"),
                    ("previous", "Previous network")]
@@ -46,7 +43,6 @@ PRECISIONS = [("fp32", "fp32 (full precision)"),
               ("fp16", "mixed precision fp16 (with loss scaling)")]
 EARLY_STOPPING = [("none", "Off"), ("val_loss", "When the validation loss stops falling"),
                   ("val_top1", "When the validation accuracy stops rising")]
-SNAPSHOT_FOLDER = "checkpoints"
 
 
 def _float(label: str, initial: float, minimum: float = 0.0, maximum: float | None = None, **kwargs: Any) -> forms.FloatField:
@@ -58,70 +54,6 @@ def world_size(resources: dict[str, Any]) -> int:
     if resources.get("device") != "gpu":
         return 1
     return len(resources["ids"]) if "ids" in resources else int(resources.get("count") or 1)
-
-
-def total_steps(train_count: int, batch_size: int, workers: int, epochs: int, schedule: list[list[int]]) -> int:
-    """The trainer's count of steps: per epoch, each process's equal share of
-    the training images in whole batches (a last partial batch is dropped)."""
-    per_rank = (train_count - train_count % workers) // workers
-    return sum(per_rank // policies.batch_size_at(schedule, batch_size, epoch) for epoch in range(epochs))
-
-
-def snapshots(job: Job) -> list[str]:
-    """A training job's snapshot files, relative to its folder: per epoch in
-    order, then the best one."""
-    folder = job.folder / SNAPSHOT_FOLDER
-    epochs = []
-    for path in folder.glob("epoch-*.pt"):
-        try:
-            epochs.append((float(path.stem.removeprefix("epoch-")), path.name))
-        except ValueError:
-            continue
-    files = [f"{SNAPSHOT_FOLDER}/{name}" for _, name in sorted(epochs)]
-    if (folder / "best.pt").is_file():
-        files.append(f"{SNAPSHOT_FOLDER}/best.pt")
-    return files
-
-
-def previous_jobs() -> list[dict[str, Any]]:
-    """Finished or aborted training jobs that left snapshots, newest first."""
-    found = []
-    for job in Job.objects.filter(kind="train", status__in=[Status.DONE, Status.ABORTED])[:PREVIOUS_JOBS_SHOWN]:
-        files = snapshots(job)
-        if files and isinstance(job.params.get("network"), dict):
-            found.append({"id": job.pk, "label": f"{job.name} #{job.pk} ({job.get_status_display().lower()})",
-                          "snapshots": files, "network": job.params["network"]})
-    return found
-
-
-def dataset_label(job: Job, info: dict[str, Any]) -> str:
-    height, width, channels = info["image_shape"]
-    colour = "grayscale" if channels == 1 else "colour"
-    return f"{job.name} #{job.pk} · {width}×{height} {colour} · {len(info['classes'])} classes"
-
-
-def dataset_choices() -> list[tuple[str, str]]:
-    choices = [("", "Choose a dataset")]
-    for job in Job.objects.filter(kind="dataset", status=Status.DONE):
-        info = store.manifest(job)
-        if info:
-            choices.append((str(job.pk), dataset_label(job, info)))
-    return choices
-
-
-def built_dataset(value: Any) -> tuple[Job, dict[str, Any]]:
-    """The dataset job ``value`` names with its manifest; ValidationError when
-    there is none or its build is not done."""
-    job = Job.objects.filter(pk=value, kind="dataset").first()
-    if job is None:
-        raise forms.ValidationError(f"There is no dataset #{value}.")
-    if job.status != Status.DONE:
-        raise forms.ValidationError(f"The dataset “{job.name}” (#{job.pk}) is {job.get_status_display().lower()}; "
-                                    "choose a dataset whose build is done.")
-    info = store.manifest(job)
-    if info is None:
-        raise forms.ValidationError(f"The dataset “{job.name}” (#{job.pk}) has no built images in its folder.")
-    return job, info
 
 
 class ScheduleForm(DevicesField):
@@ -257,7 +189,9 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
     batch_accumulation = forms.IntegerField(min_value=1, max_value=1024, initial=1, label="Batch accumulation",
                                             help_text="Batches whose gradients are summed before each update.")
 
-    solver = forms.ChoiceField(choices=[], initial="sgd", label="Solver")
+    solver = forms.ChoiceField(choices=[], initial="momentum", label="Solver",
+                               help_text="SGD with momentum 0.9 is torchvision's reference default; "
+                                         "DIGITS' default was plain SGD, which ignores the momentum.")
     momentum = _float("Momentum", 0.9, maximum=0.999)
     weight_decay = _float("Weight decay", 0.0001)
     label_smoothing = _float("Label smoothing", 0.0, maximum=0.99)
@@ -382,9 +316,7 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
             return
         earlier = Job.objects.get(pk=job_id)
         if mode == "continue" and self.dataset_info:
-            earlier_data = Job.objects.filter(pk=earlier.params.get("dataset"), kind="dataset").first()
-            earlier_info = store.manifest(earlier_data) if earlier_data else None
-            here, there = len(self.dataset_info["classes"]), len(earlier_info["classes"]) if earlier_info else None
+            here, there = len(self.dataset_info["classes"]), dataset_classes(earlier.params.get("dataset"))
             if there is not None and here != there:
                 self.add_error("pretrained_mode", f"Continuing needs the same classes: this dataset has {here}, "
                                                   f"the earlier model's {there}. Choose fine-tune.")
@@ -425,78 +357,5 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
         runs = sweeps.expand(data["name"], self.params(), data["lr"], data["batch_size"])
         group = sweeps.group_name(data["name"], data["group"], len(runs))
         with transaction.atomic():
-            return [services.submit(owner, "train", run.name, run.params, self.resources(), group=group,
+            return [job_services.submit(owner, "train", run.name, run.params, self.resources(), group=group,
                                     notes=data["notes"]) for run in runs]
-
-
-def defaults(form_class: type[forms.Form]) -> dict[str, Any]:
-    """The initial values the page shows, for what an API call leaves out."""
-    return {name: field.initial for name, field in form_class.base_fields.items() if field.initial is not None}
-
-
-def api_data(form_class: type[forms.Form], body: dict[str, Any]) -> dict[str, Any]:
-    """Form data for an API call: what the body gives, then for a policy
-    parameter left out the chosen policy's own default (exp's gamma is not
-    step's), then the page's initial values."""
-    given = from_json(body)
-    chosen = policies.DEFAULTS.get(given.get("lr_policy"), {})
-    missing = {key: _listed(value) for key, value in chosen.items() if key not in given}
-    return {**defaults(form_class), **missing, **given}
-
-
-def _listed(value: Any) -> Any:
-    return ", ".join(str(v) for v in value) if isinstance(value, list | tuple) else value
-
-
-def from_json(body: dict[str, Any]) -> dict[str, Any]:
-    """Form data from an API body, which may also give values as the params
-    store them: ``network``, ``pretrained``, ``lr_policy`` and ``early_stopping``
-    as objects, lists of learning rates, batch sizes, milestones and GPU ids,
-    and the batch schedule as pairs."""
-    data = dict(body)
-    network = data.pop("network", None)
-    if isinstance(network, dict):
-        source = network.get("source")
-        data["network_source"] = source
-        if source == "standard":
-            data["standard_network"] = network.get("name")
-        elif source in ("layers", "python"):
-            text = network.get("text")
-            data[f"{source}_text"] = text if isinstance(text, str) or text is None else json.dumps(text)
-    elif network is not None:
-        data["network_source"] = network
-    pretrained = data.pop("pretrained", None)
-    if isinstance(pretrained, dict):
-        data["network_source"] = "previous"
-        data["previous_job"] = pretrained.get("job")
-        path = str(pretrained.get("file") or pretrained.get("path") or "")
-        data["previous_snapshot"] = _relative_snapshot(path, pretrained.get("job"))
-        data["pretrained_mode"] = pretrained.get("mode") or "finetune"
-    policy = data.get("lr_policy")
-    if isinstance(policy, dict):
-        data["lr_policy"] = policy.get("name")
-        data.update({k: v for k, v in policy.items() if k in policies.PARAM_DEFAULTS})
-    early = data.get("early_stopping")
-    if isinstance(early, dict):
-        data["early_stopping"] = early.get("metric")
-        data["patience"] = early.get("patience", data.get("patience"))
-    elif early is None and "early_stopping" in data:
-        data["early_stopping"] = "none"
-    if isinstance(data.get("batch_schedule"), list):
-        data["batch_schedule"] = ", ".join(f"{pair[0]}:{pair[1]}" if isinstance(pair, list | tuple) and len(pair) == 2
-                                           else str(pair) for pair in data["batch_schedule"])
-    for key in ("lr", "batch_size", "milestones_percent", "gpu_ids"):
-        if key in data:
-            data[key] = _listed(data[key])
-    return {k: v for k, v in data.items() if v is not None}
-
-
-def _relative_snapshot(path: str, job_id: Any) -> str:
-    """A snapshot named by its path in the job's folder or in full."""
-    job = Job.objects.filter(pk=job_id).first() if isinstance(job_id, int) else None
-    if job is not None and Path(path).is_absolute():
-        try:
-            return str(Path(path).relative_to(job.folder))
-        except ValueError:
-            return path
-    return path

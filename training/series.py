@@ -34,28 +34,20 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from trainer import eventkinds as kinds
 from trainer import events as eventlog
+from trainer.linetail import LineTail
 
-# name -> (event kind, field of its data)
-SERIES: dict[str, tuple[str, str]] = {
-    "train_loss": ("train", "loss"),
-    "val_loss": ("val", "loss"),
-    "val_top1": ("val", "top1"),
-    "val_top5": ("val", "top5"),
-    "lr": ("train", "lr"),
-    "images_per_s": ("train", "images_per_s"),
-    "data_wait": ("train", "data_wait"),
-}
-_BY_KIND = {kind: [(name, key) for name, (source, key) in SERIES.items() if source == kind] for kind in ("train", "val")}
-# Kinds of which only the newest event matters.
-LATEST_KINDS = ("network", "layers", "perf", "profile")
+SERIES = kinds.SERIES
+_BY_KIND = {kind: list(fields.items()) for kind, fields in kinds.series_fields().items()}
+LATEST_KINDS = kinds.LATEST
 HARDWARE_HISTORY = 120  # readings every ~5 s: the last ten minutes
 DEFAULT_POINTS = 1000
 MAX_POINTS = 10_000
 CACHED_RUNS = 64
 
 _KIND = re.compile(rb'"kind":"([a-z_]+)"')
-_WANTED = {kind for kind, _ in SERIES.values()} | {"snapshot", "best", "resume", "result", "hardware", *LATEST_KINDS}
+_WANTED = {*_BY_KIND, kinds.SNAPSHOT, kinds.BEST, kinds.RESUME, kinds.RESULT, kinds.HARDWARE, *LATEST_KINDS}
 
 
 class Series:
@@ -140,7 +132,7 @@ class Run:
             self.latest_lines[kind] = line
             self.seq = max(self.seq, _seq(line))
             return
-        if kind == "hardware":
+        if kind == kinds.HARDWARE:
             self.hardware_lines.append(line)
             self.seq = max(self.seq, _seq(line))
             return
@@ -151,13 +143,13 @@ class Run:
         event = json.loads(line)
         self.seq = event["seq"]
         data = event["data"]
-        if kind == "resume":
+        if kind == kinds.RESUME:
             self.resume(data.get("step", 0))
-        elif kind == "snapshot":
+        elif kind == kinds.SNAPSHOT:
             self.snapshots.append(data)
-        elif kind == "best":
+        elif kind == kinds.BEST:
             self.bests.append(data)
-        elif kind == "result":
+        elif kind == kinds.RESULT:
             self.result = data
         if kind in _BY_KIND and _number(step := data.get("step")) and _number(epoch := data.get("epoch")):
             for name, key in _BY_KIND[kind]:
@@ -182,19 +174,19 @@ class Run:
 
     @property
     def network(self) -> dict[str, Any] | None:
-        return self._latest("network")
+        return self._latest(kinds.NETWORK)
 
     @property
     def layers(self) -> dict[str, Any] | None:
-        return self._latest("layers")
+        return self._latest(kinds.LAYERS)
 
     @property
     def perf(self) -> dict[str, Any] | None:
-        return self._latest("perf")
+        return self._latest(kinds.PERF)
 
     @property
     def profile(self) -> dict[str, Any] | None:
-        return self._latest("profile")
+        return self._latest(kinds.PROFILE)
 
     @property
     def hardware(self) -> list[dict[str, Any]]:
@@ -252,10 +244,10 @@ def _seq(line: bytes) -> int:
 @dataclass
 class _Entry:
     run: Run
+    tail: LineTail
     inode: int
-    offset: int
-    size: int
-    mtime_ns: int
+    size: int = 0
+    mtime_ns: int = 0
 
 
 _cache: OrderedDict[str, _Entry] = OrderedDict()
@@ -282,20 +274,15 @@ def _load(path: Path) -> Run:
     if entry and (entry.size, entry.mtime_ns, entry.inode) == (stat.st_size, stat.st_mtime_ns, stat.st_ino):
         _cache.move_to_end(key)
         return entry.run
-    if entry is None or entry.inode != stat.st_ino or stat.st_size < entry.offset:
-        entry = _Entry(Run(), stat.st_ino, 0, 0, 0)
-    with open(path, "rb") as handle:
-        handle.seek(entry.offset)
-        block = handle.read()
-    complete = block.rfind(b"\n") + 1
-    for line in block[:complete].splitlines():
+    if entry is None or entry.inode != stat.st_ino or stat.st_size < entry.tail.offset:
+        entry = _Entry(Run(), LineTail(path), stat.st_ino)
+    for line in entry.tail.lines():
         if line:
             entry.run.read(line)
     entry.run.touched()
-    entry.offset += complete
     # A half-written last line: do not take this size as final, so the next
     # call reads the rest of the line.
-    entry.size, entry.mtime_ns = (stat.st_size, stat.st_mtime_ns) if complete == len(block) else (-1, -1)
+    entry.size, entry.mtime_ns = (-1, -1) if entry.tail.partial else (stat.st_size, stat.st_mtime_ns)
     _cache[key] = entry
     _cache.move_to_end(key)
     while len(_cache) > CACHED_RUNS:

@@ -1,7 +1,23 @@
-"""Routes of model training: creating models (``create``) and watching and
-using them (``monitor``)."""
+"""Routes of model training: its pages (``views``) and its JSON API (``api``)."""
 
-from . import create, monitor
+from django.urls import path
 
-urlpatterns = create.urlpatterns + monitor.urlpatterns
-api_urlpatterns = create.api_urlpatterns + monitor.api_urlpatterns
+from . import api, views
+
+urlpatterns = [
+    path("models/new/", views.new_model, name="new-model"),
+    path("models/lr-preview", views.lr_preview, name="model-lr-preview"),
+    path("models/customize", views.customize, name="model-customize"),
+    path("models/visualize", views.visualize, name="model-visualize"),
+    path("jobs/<int:job_id>/files/<path:relative>", views.job_file, name="job-file"),
+    path("jobs/<int:job_id>/profile", views.profile, name="job-profile"),
+    path("groups/<path:group>/", views.group_page, name="group"),
+]
+
+api_urlpatterns = [
+    path("models", api.models, name="api-models"),
+    path("lr-preview", api.lr_preview, name="api-lr-preview"),
+    path("jobs/<int:job_id>/metrics", api.metrics, name="api-job-metrics"),
+    path("jobs/<int:job_id>/profile", api.profile, name="api-job-profile"),
+    path("groups/<path:group>", api.group, name="api-group"),
+]

@@ -1,3 +1,29 @@
+// What the page scripts show: numbers, sizes, durations and dates as text,
+// job statuses by their labels, and elements built from a tag, attributes
+// and children. Values that are missing or not finite show as "—".
+
+export const isNumber = (v) => typeof v === "number" && Number.isFinite(v);
+export const num = (v, digits = 4) => (isNumber(v) ? Number(v.toPrecision(digits)).toString() : "—");
+export const pct = (v, digits = 1) => (isNumber(v) ? `${(v * 100).toFixed(digits)}%` : "—");
+export const fixed = (v, digits = 2) => (isNumber(v) ? v.toFixed(digits) : "—");
+export const count = (v) => (isNumber(v) ? v.toLocaleString() : "—");
+
+export function bytes(v) {
+  if (!isNumber(v)) return "—";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i += 1; }
+  return `${v.toFixed(i ? 1 : 0)} ${units[i]}`;
+}
+
+export function flops(v) {
+  if (!isNumber(v)) return "—";
+  for (const [scale, unit] of [[1e12, "TFLOP"], [1e9, "GFLOP"], [1e6, "MFLOP"], [1e3, "kFLOP"]]) {
+    if (v >= scale) return `${(v / scale).toFixed(2)} ${unit}`;
+  }
+  return `${v} FLOP`;
+}
+
 export function duration(seconds) {
   if (seconds === null || seconds === undefined || Number.isNaN(seconds)) return "";
   const s = Math.max(0, Math.round(seconds));
@@ -19,6 +45,17 @@ export function when(iso) {
 
 export function percent(progress) {
   return `${Math.round((progress || 0) * 100)}%`;
+}
+
+// The job statuses as the server names them, embedded by the base template.
+const statuses = JSON.parse(document.getElementById("job-statuses").textContent);
+
+export function statusLabel(status) {
+  return statuses.labels[status];
+}
+
+export function isTerminal(status) {
+  return statuses.terminal.includes(status);
 }
 
 export function el(tag, attrs = {}, ...children) {

@@ -12,6 +12,19 @@ function dispatch(kind, data) {
   for (const fn of handlers.get(kind) || []) fn(data);
 }
 
+// A filter that passes each job's events once, in order: a reconnected
+// stream, or one opened after the page embedded its data, repeats events the
+// page already holds. A job page's stream carries one job (its events name
+// none), and the page's data runs through sequence number `through`.
+export function freshEvents(through = 0) {
+  const newest = new Map();
+  return (event) => {
+    if (event.seq <= (newest.get(event.job) ?? through)) return false;
+    newest.set(event.job, event.seq);
+    return true;
+  };
+}
+
 export function csrfToken() {
   return document.body.dataset.csrf;
 }

@@ -2,8 +2,10 @@
 // preview the resize on one of the user's images, and send the form with an
 // upload progress bar.
 import { api, csrfToken } from "../js/live.js";
+import { el } from "../js/format.js";
 
 const form = document.getElementById("new-dataset");
+const { foldersUrl, previewUrl } = form.dataset;
 const source = form.querySelector("#id_source");
 
 function showSource() {
@@ -20,24 +22,16 @@ let current = null;
 async function browse(path) {
   const error = document.getElementById("browser-error");
   try {
-    const data = await api("GET", `/api/folders${path ? `?path=${encodeURIComponent(path)}` : ""}`);
+    const data = await api("GET", `${foldersUrl}${path ? `?path=${encodeURIComponent(path)}` : ""}`);
     current = data;
     error.hidden = true;
     document.getElementById("browser-path").textContent = data.path || "Allowed folders";
     document.getElementById("browser-up").hidden = !data.path;
     document.getElementById("browser-choose").hidden = !data.path;
     const list = document.getElementById("browser-folders");
-    list.replaceChildren(...data.folders.map((f) => {
-      const item = document.createElement("li");
-      const link = document.createElement("button");
-      link.type = "button";
-      link.className = "link";
-      link.textContent = `${f.name}/`;
-      link.addEventListener("click", () => browse(f.path));
-      item.append(link);
-      return item;
-    }));
-    if (data.path) list.append(Object.assign(document.createElement("li"), { className: "muted", textContent: `${data.files} file(s) here` }));
+    list.replaceChildren(...data.folders.map((f) => el("li", {},
+      el("button", { type: "button", class: "link", onclick: () => browse(f.path) }, `${f.name}/`))));
+    if (data.path) list.append(el("li", { class: "muted" }, `${data.files} file(s) here`));
   } catch (e) {
     error.textContent = e.message;
     error.hidden = false;
@@ -62,7 +56,7 @@ async function preview(extra) {
   const body = new FormData();
   for (const name of ["width", "height", "resize_mode", "image_type"]) body.append(name, form.elements[name].value);
   for (const [k, v] of Object.entries(extra)) body.append(k, v);
-  const response = await fetch("/datasets/preview", { method: "POST", body, headers: { "X-CSRFToken": csrfToken() } });
+  const response = await fetch(previewUrl, { method: "POST", body, headers: { "X-CSRFToken": csrfToken() } });
   const image = document.getElementById("preview-image");
   const error = document.getElementById("preview-error");
   if (response.ok) {
@@ -114,7 +108,7 @@ form.addEventListener("submit", (event) => {
     for (const span of form.querySelectorAll(".errors")) span.replaceChildren();
     for (const [field, errors] of Object.entries(data.errors || {})) {
       const holder = form.querySelector(`[data-field="${field}"] .errors`) || formError;
-      for (const e of errors) holder.append(Object.assign(document.createElement("span"), { className: "flash error", textContent: e.message || e }));
+      for (const e of errors) holder.append(el("span", { class: "flash error" }, e.message || e));
       if (holder === formError) formError.hidden = false;
     }
     if (!data.errors) { formError.textContent = data.error || `HTTP ${request.status}`; formError.hidden = false; }

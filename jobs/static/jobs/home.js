@@ -1,18 +1,20 @@
 // Home page: job tabs with filter, sort, collapsible groups, bulk actions,
 // and live status and progress from the page's stream.
-import { on, api } from "../js/live.js";
+import { on, api, freshEvents } from "../js/live.js";
 import { duration, elapsed, el, progressBar, when } from "../js/format.js";
+import { thin } from "../js/charts.js";
 
 const categories = JSON.parse(document.getElementById("tabs-data").textContent);
 const jobs = new Map();
 for (const tab of categories) for (const job of tab.jobs) jobs.set(job.id, job);
-const lastSeq = new Map();
+const fresh = freshEvents();
 const selected = new Set();
 const collapsed = new Set(JSON.parse(localStorage.getItem("collapsed-groups") || "[]"));
 let activeTab = JSON.parse(document.getElementById("active-tab").textContent);
 let sortKey = "created_at", sortDescending = true;
 
 const table = document.getElementById("jobs-table");
+const { listUrl, bulkUrl } = table.dataset;
 const filter = document.getElementById("filter");
 
 function sortValue(job) {
@@ -39,24 +41,6 @@ function statusCell(job) {
 
 const SVG = "http://www.w3.org/2000/svg";
 const SPARK_POINTS = 60, SPARK_WIDTH = 90, SPARK_HEIGHT = 18;
-
-// Lowest and highest value of each of limit/2 buckets, in order (as the
-// server thins it): a long live run keeps its spikes.
-function thin(values, limit) {
-  if (values.length <= limit) return values;
-  const buckets = Math.floor(limit / 2), kept = [];
-  for (let b = 0; b < buckets; b += 1) {
-    const start = Math.floor((b * values.length) / buckets), end = Math.floor(((b + 1) * values.length) / buckets);
-    let low = start, high = start;
-    for (let i = start; i < end; i += 1) {
-      if (values[i] < values[low]) low = i;
-      if (values[i] > values[high]) high = i;
-    }
-    kept.push(values[Math.min(low, high)]);
-    if (low !== high) kept.push(values[Math.max(low, high)]);
-  }
-  return kept;
-}
 
 // The loss of a job whose summary carries a sparkline, as a small line.
 function sparkline(job) {
@@ -145,7 +129,7 @@ function updateButtons() {
 }
 
 async function reload() {
-  const data = await api("GET", "/api/jobs");
+  const data = await api("GET", listUrl);
   jobs.clear();
   for (const job of data.jobs) jobs.set(job.id, job);
   render();
@@ -153,7 +137,7 @@ async function reload() {
 
 async function bulk(action) {
   if (action === "delete" && !confirm(`Delete ${selected.size} job(s) and their files?`)) return;
-  const data = await api("POST", "/api/jobs/bulk", { action, ids: [...selected] });
+  const data = await api("POST", bulkUrl, { action, ids: [...selected] });
   const failures = Object.entries(data.results).filter(([, r]) => !r.ok);
   document.getElementById("bulk-result").textContent = failures.length
     ? failures.map(([id, r]) => `#${id}: ${r.error}`).join(" ")
@@ -187,12 +171,6 @@ let reloadTimer = null;
 function reloadSoon() {
   clearTimeout(reloadTimer);
   reloadTimer = setTimeout(reload, 250);
-}
-
-function fresh(event) {
-  if ((lastSeq.get(event.job) ?? 0) >= event.seq) return false;
-  lastSeq.set(event.job, event.seq);
-  return true;
 }
 
 on("status", (event) => {

@@ -1,12 +1,10 @@
 // Job page: status, history, progress with time left and log, live; each
 // kind's section (its own template and script) shows the rest.
 import { on } from "../js/live.js";
-import { duration, elapsed, el, progressBar } from "../js/format.js";
+import { duration, elapsed, el, isTerminal, progressBar, statusLabel } from "../js/format.js";
 
 const job = JSON.parse(document.getElementById("job-data").textContent);
 const MAX_LOG_LINES = 1000;
-const TERMINAL = ["done", "failed", "aborted"];
-const labels = { queued: "Queued", waiting: "Waiting for resources", running: "Running", done: "Done", failed: "Failed", aborted: "Aborted" };
 
 function showProgress() {
   document.getElementById("progress-bar").replaceChildren(progressBar(job.progress, job.status));
@@ -19,12 +17,12 @@ function showProgress() {
 function showStatus() {
   const badge = document.getElementById("status");
   badge.className = `badge ${job.status}`;
-  badge.textContent = labels[job.status];
+  badge.textContent = statusLabel(job.status);
   for (const form of document.querySelectorAll("[data-show-when]")) {
     form.hidden = !form.dataset.showWhen.split(" ").includes(job.status);
   }
   if (job.status !== "queued" && job.status !== "waiting") document.getElementById("queue").textContent = "";
-  if (TERMINAL.includes(job.status)) document.getElementById("abort-note").hidden = true;
+  if (isTerminal(job.status)) document.getElementById("abort-note").hidden = true;
 }
 
 on("status", (event) => {
@@ -32,7 +30,7 @@ on("status", (event) => {
   job.status = status;
   if (event.data.progress !== undefined) job.progress = event.data.progress;
   if (status === "running") job.started_at = new Date(event.t * 1000).toISOString();
-  if (TERMINAL.includes(status)) job.finished_at = new Date(event.t * 1000).toISOString();
+  if (isTerminal(status)) job.finished_at = new Date(event.t * 1000).toISOString();
   if (status === "failed") {
     const box = document.getElementById("error");
     box.textContent = message;
@@ -40,7 +38,7 @@ on("status", (event) => {
   }
   const time = new Date(event.t * 1000).toISOString().replace("T", " ").slice(0, 19);
   document.getElementById("history").append(
-    el("li", {}, el("strong", {}, labels[status]), " ", el("time", {}, time), message ? ` — ${message}` : ""));
+    el("li", {}, el("strong", {}, statusLabel(status)), " ", el("time", {}, time), message ? ` — ${message}` : ""));
   showStatus();
   showProgress();
 });

@@ -12,7 +12,7 @@ function deviceRow(device) {
   const memory = device.memory_total
     ? `${(device.memory_used / GiB).toFixed(1)} / ${(device.memory_total / GiB).toFixed(1)} GiB` : "—";
   const holder = device.job
-    ? el("a", { href: `/jobs/${device.job.id}/` }, `${device.job.name} (${device.job.owner})`) : "free";
+    ? el("a", { href: device.job.url }, `${device.job.name} (${device.job.owner})`) : "free";
   return el("tr", { class: device.job ? "held" : "free" },
     el("td", {}, device.id), el("td", {}, device.name), el("td", {}, memory),
     el("td", {}, reading(device.utilization, "%")), el("td", {}, reading(device.temperature, " °C")),
@@ -33,7 +33,7 @@ function render(snapshot) {
       el("tbody", {}, ...worker.devices.map(deviceRow))))));
   if (!snapshot.workers.length) workers.append(el("p", { class: "flash error" }, "No worker is up: queued jobs wait until one starts."));
   document.querySelector("#queue-table tbody").replaceChildren(...(snapshot.queue.length ? snapshot.queue.map((job, i) => el("tr", {},
-    el("td", {}, i + 1), el("td", {}, el("a", { href: `/jobs/${job.id}/` }, job.name)), el("td", {}, job.owner),
+    el("td", {}, i + 1), el("td", {}, el("a", { href: job.url }, job.name)), el("td", {}, job.owner),
     el("td", {}, job.status), el("td", {}, needs(job.resources)))) : [el("tr", {}, el("td", { colspan: 5 }, "Nothing is waiting."))]));
 }
 

@@ -7,25 +7,21 @@
 // every 5 s while any of its jobs is active, and at once when the shared
 // stream says one of them changed status.
 import { on, api } from "../js/live.js";
-import { el, progressBar } from "../js/format.js";
+import { el, num, pct, progressBar } from "../js/format.js";
+import { colour, legendAbove, plot } from "../js/charts.js";
 
-const Plotly = window.Plotly;
-const CONFIG = { displaylogo: false, responsive: true };
 const RELOAD_MS = 5000;
-const COLOURS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d", "#64748b", "#ca8a04"];
 let data = JSON.parse(document.getElementById("group-data").textContent);
 
-const isNumber = (v) => typeof v === "number" && Number.isFinite(v);
-const pct = (v) => (isNumber(v) ? `${(v * 100).toFixed(2)}%` : "—");
-const num = (v) => (isNumber(v) ? Number(v.toPrecision(4)).toString() : "—");
 const at = (best, show) => (best ? `${show(best.value)} at epoch ${best.epoch.toFixed(2)}` : "—");
+const top1 = (v) => pct(v, 2);
 
 function traces(key) {
   return data.jobs.filter((job) => job.curves).map((job, i) => {
     const points = job.curves[key];
     return {
       type: "scatter", mode: "lines+markers", marker: { size: 4 }, name: job.name,
-      line: { color: COLOURS[i % COLOURS.length] }, x: points.map((p) => p[1]), y: points.map((p) => p[2]),
+      line: { color: colour(i) }, x: points.map((p) => p[1]), y: points.map((p) => p[2]),
       hovertemplate: `${job.name}: %{y:.4g}<br>epoch %{x:.2f}<extra></extra>`,
     };
   });
@@ -33,12 +29,12 @@ function traces(key) {
 
 function layout(axis) {
   return { height: 360, margin: { t: 12, r: 12, b: 44, l: 60 }, xaxis: { title: { text: "epoch" } }, yaxis: axis,
-    legend: { orientation: "h", y: 1.02, yanchor: "bottom" }, uirevision: "keep" };
+    legend: legendAbove(), uirevision: "keep" };
 }
 
 function draw() {
-  Plotly.react("group-loss-chart", traces("val_loss"), layout({ title: { text: "loss" } }), CONFIG);
-  Plotly.react("group-top1-chart", traces("val_top1"), layout({ title: { text: "top-1" }, tickformat: ".0%", rangemode: "tozero" }), CONFIG);
+  plot("group-loss-chart", traces("val_loss"), layout({ title: { text: "loss" } }));
+  plot("group-top1-chart", traces("val_top1"), layout({ title: { text: "top-1" }, tickformat: ".0%", rangemode: "tozero" }));
   document.getElementById("group-empty").hidden = data.jobs.some((job) => job.curves && job.curves.val_loss.length);
   document.querySelector("#group-table tbody").replaceChildren(...data.jobs.map((job) => el("tr", { dataset: { job: job.id } },
     el("td", {}, el("a", { href: job.url }, job.name)),
@@ -48,7 +44,7 @@ function draw() {
     el("td", {}, num(job.lr)),
     el("td", {}, job.batch_size ?? "—"),
     el("td", {}, job.epochs ?? "—"),
-    el("td", {}, at(job.best_top1, pct)),
+    el("td", {}, at(job.best_top1, top1)),
     el("td", {}, at(job.best_val_loss, num)),
     el("td", {}, progressBar(job.progress, job.status)))));
   document.getElementById("group-count").textContent = data.jobs.length;

@@ -3,7 +3,8 @@
 // copy it into an editor (Customize), list a network's layers (Visualize), and
 // draw the learning rate curve as the fields change.
 import { api } from "../js/live.js";
-import { el } from "../js/format.js";
+import { count, el, num } from "../js/format.js";
+import { COLOURS, plot } from "../js/charts.js";
 
 const form = document.getElementById("new-model");
 const page = JSON.parse(document.getElementById("model-page-data").textContent);
@@ -46,10 +47,11 @@ function showNetworkError(message) {
   networkError.hidden = !message;
 }
 
-document.getElementById("customize").addEventListener("click", async () => {
+const customizeButton = document.getElementById("customize");
+customizeButton.addEventListener("click", async () => {
   const name = field("standard_network").value;
   try {
-    const copy = await api("GET", `/models/customize?name=${encodeURIComponent(name)}`);
+    const copy = await api("GET", `${page.urls.customize}?name=${encodeURIComponent(name)}`);
     if (copy.source === "python" && !page.may_run_code) {
       showNetworkError(`${page.networks[name].label} is written in Python here, and only users allowed to run code may use Python networks.`);
       return;
@@ -75,9 +77,10 @@ function showSnapshots() {
   const chosen = previousModel();
   const keep = previousSnapshot.value;
   const files = chosen ? chosen.snapshots : [];
-  previousSnapshot.replaceChildren(...files.map((f) => el("option", { value: f }, f.replace(/^checkpoints\//, ""))));
+  const best = page.files.best_checkpoint;
+  previousSnapshot.replaceChildren(...files.map((f) => el("option", { value: f }, f.replace(`${page.files.checkpoints}/`, ""))));
   if (files.includes(keep)) previousSnapshot.value = keep;
-  else if (files.length) previousSnapshot.value = files.includes("checkpoints/best.pt") ? "checkpoints/best.pt" : files[files.length - 1];
+  else if (files.length) previousSnapshot.value = files.includes(best) ? best : files[files.length - 1];
 }
 if (previousJob) previousJob.addEventListener("change", showSnapshots);
 
@@ -91,10 +94,6 @@ function networkSpec() {
   return chosen.network;
 }
 
-function number(n) {
-  return Number(n).toLocaleString();
-}
-
 function layerTable(answer) {
   const { summary } = answer;
   const [c, h, w] = answer.input;
@@ -103,10 +102,10 @@ function layerTable(answer) {
       el("th", { class: "number" }, "Parameters"))),
     el("tbody", {}, summary.layers.map((layer) => el("tr", {},
       el("td", {}, el("code", {}, layer.name)), el("td", {}, layer.type), el("td", {}, `${layer.output_shape.join("×")}`),
-      el("td", { class: "number" }, number(layer.params))))));
+      el("td", { class: "number" }, count(layer.params))))));
   const flops = summary.flops_per_image ? ` · ${(summary.flops_per_image / 1e6).toFixed(1)} MFLOPs per image` : "";
   return [el("p", { id: "network-totals" }, `Input ${c}×${h}×${w}, ${answer.classes} classes · `,
-    el("strong", {}, `${number(summary.params)} parameters`), ` (${number(summary.trainable)} trainable)${flops}`), table];
+    el("strong", {}, `${count(summary.params)} parameters`), ` (${count(summary.trainable)} trainable)${flops}`), table];
 }
 
 const visualizeButton = document.getElementById("visualize");
@@ -118,7 +117,7 @@ visualizeButton.addEventListener("click", async () => {
   visualizeButton.disabled = true;
   visualizeButton.textContent = "Building…";
   try {
-    const answer = await api("POST", "/models/visualize", {
+    const answer = await api("POST", page.urls.visualize, {
       network: networkSpec(), dataset: parseInt(field("dataset").value, 10) || null, crop: Number.isNaN(crop) ? null : crop,
     });
     holder.replaceChildren(...layerTable(answer));
@@ -161,21 +160,18 @@ field("early_stopping").addEventListener("change", showPatience);
 // The learning rate preview and the effective rate on several GPUs.
 const PREVIEW_FIELDS = ["lr", "lr_policy", "step_percent", "gamma", "milestones_percent", "power", "warmup_percent", "epochs",
   "batch_size", "batch_schedule", "dataset", "device", "gpu_count", "gpu_ids"];
+const lrChart = document.getElementById("lr-chart");
 const lrError = document.getElementById("lr-error");
 let previewTimer = null;
 let previewSeq = 0;
-
-function rate(value) {
-  return String(Number(value.toPrecision(4)));
-}
 
 function effectiveLine(answer) {
   const base = parseFloat(field("lr").value);
   const n = answer.world_size;
   const line = document.getElementById("effective-lr");
-  const effective = `Effective learning rate: ${rate(answer.effective_lr)}`;
+  const effective = `Effective learning rate: ${num(answer.effective_lr)}`;
   if (n <= 1) line.textContent = effective;
-  else if (field("scale_lr").checked) line.textContent = `${effective} (${rate(base)} × ${n} GPUs), warmup ≥${answer.warmup_percent}%`;
+  else if (field("scale_lr").checked) line.textContent = `${effective} (${num(base)} × ${n} GPUs), warmup ≥${answer.warmup_percent}%`;
   else line.textContent = `${effective} (not scaled for ${n} GPUs)`;
 }
 
@@ -184,16 +180,16 @@ async function preview() {
   body.scale_lr = field("scale_lr").checked;
   const seq = ++previewSeq;
   try {
-    const answer = await api("POST", "/models/lr-preview", body);
+    const answer = await api("POST", page.urls.lr_preview, body);
     if (seq !== previewSeq) return;
     lrError.hidden = true;
-    window.Plotly.react("lr-chart", [{
+    plot(lrChart, [{
       x: answer.points.map((p) => p[0]), y: answer.points.map((p) => p[1]), mode: "lines", name: "learning rate",
-      line: { color: "#2f6fdb" },
+      line: { color: COLOURS[0] },
     }], {
       height: 260, margin: { t: 12, r: 12, b: 40, l: 64 }, showlegend: false,
-      xaxis: { title: { text: `step (of ${number(answer.total_steps)})` } }, yaxis: { title: { text: "learning rate" }, exponentformat: "e" },
-    }, { displaylogo: false, responsive: true });
+      xaxis: { title: { text: `step (of ${count(answer.total_steps)})` } }, yaxis: { title: { text: "learning rate" }, exponentformat: "e" },
+    });
     document.getElementById("lr-description").textContent = answer.description;
     effectiveLine(answer);
   } catch (e) {

@@ -1,0 +1,128 @@
+"""Request bodies are limited before Django reads a byte of them.
+
+Django's ASGI handler spools a whole request body to disk before any view or
+middleware runs, and the CSRF check parses a form body before the view can
+ask who is signed in. So the limit sits in front of Django, at the ASGI
+level: a body over ``REQUEST_MAX_BYTES`` gets 413 at once, whether its size is
+declared (Content-Length) or only found out while it streams (chunked, or a
+client that lies). Only the URLs that apps declare as uploads with
+``allow_large_bodies`` take up to ``UPLOAD_MAX_BYTES``, and only from a
+signed-in user (session or API token); everyone else gets the small limit.
+"""
+
+from __future__ import annotations
+
+import json
+from http.cookies import CookieError, SimpleCookie
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.contrib.auth import SESSION_KEY
+from django.contrib.auth.models import User
+from django.template.defaultfilters import filesizeformat
+from django.urls import Resolver404, resolve
+from django.utils.module_loading import import_string
+
+from accounts.middleware import PREFIX as TOKEN_PREFIX
+from accounts.models import ApiToken
+
+_large_body_urls: set[str] = set()
+
+
+def allow_large_bodies(*url_names: str) -> None:
+    """Let signed-in users send bodies up to UPLOAD_MAX_BYTES to these URLs."""
+    _large_body_urls.update(url_names)
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+def _session_user_is_active(session_key: str) -> bool:
+    store = import_string(f"{settings.SESSION_ENGINE}.SessionStore")(session_key)
+    user_id = store.get(SESSION_KEY)
+    return user_id is not None and User.objects.filter(pk=user_id, is_active=True).exists()
+
+
+async def _signed_in(headers: dict[str, str]) -> bool:
+    authorization = headers.get("authorization", "")
+    if authorization.startswith(TOKEN_PREFIX):
+        return await ApiToken.user_for(authorization[len(TOKEN_PREFIX):].strip()) is not None
+    try:
+        morsel = SimpleCookie(headers.get("cookie", "")).get(settings.SESSION_COOKIE_NAME)
+    except CookieError:
+        return False
+    return bool(morsel and morsel.value) and await sync_to_async(_session_user_is_active)(morsel.value)
+
+
+def _takes_uploads(path: str) -> bool:
+    try:
+        return resolve(path).url_name in _large_body_urls
+    except Resolver404:
+        return False
+
+
+async def limit_for(scope: dict[str, Any], headers: dict[str, str]) -> int:
+    if _takes_uploads(scope["path"]) and await _signed_in(headers):
+        return settings.UPLOAD_MAX_BYTES
+    return settings.REQUEST_MAX_BYTES
+
+
+def _declared_length(headers: dict[str, str]) -> int | None:
+    try:
+        return int(headers["content-length"])
+    except (KeyError, ValueError):
+        return None
+
+
+async def refuse(scope: dict[str, Any], send: Any, limit: int) -> None:
+    message = f"The request body is larger than the limit of {filesizeformat(limit)} for this address."
+    if scope["path"].startswith("/api/"):
+        body, content_type = json.dumps({"error": message}).encode(), b"application/json"
+    else:
+        body, content_type = message.encode(), b"text/plain; charset=utf-8"
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimitMiddleware:
+    """ASGI middleware around the Django application."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+        declared = _declared_length(headers)
+        if declared == 0 or (declared is None and scope["method"] in ("GET", "HEAD")):
+            return await self.app(scope, receive, send)
+        limit = await limit_for(scope, headers)
+        if declared is not None and declared > limit:
+            return await refuse(scope, send, limit)
+        received = 0
+        responded = False
+
+        async def counted_receive() -> dict[str, Any]:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge
+            return message
+
+        async def watched_send(message: dict[str, Any]) -> None:
+            nonlocal responded
+            responded = True
+            await send(message)
+
+        try:
+            await self.app(scope, counted_receive, watched_send)
+        except BodyTooLarge:
+            if not responded:
+                await refuse(scope, send, limit)

@@ -1,0 +1,80 @@
+"""Request bodies over the limit are refused with 413 before the web server
+reads them (digitslike/bodylimit.py); only signed-in users may send large
+bodies, and only to the upload addresses. Through the real ASGI server."""
+
+from __future__ import annotations
+
+import socket
+
+import httpx
+import pytest
+
+from accounts.models import ApiToken
+from tests.processes import start_web
+from tests.redisserver import free_port
+
+LIMIT = 64 * 1024
+
+
+@pytest.fixture
+def small_limit_web(db_url, log_dir, tmp_path):
+    port = free_port()
+    service = start_web(db_url, port, log_dir, REQUEST_MAX_BYTES=str(LIMIT))
+    service.url = f"http://127.0.0.1:{port}"
+    yield service
+    service.stop()
+
+
+@pytest.fixture
+def token(alice) -> str:
+    return ApiToken.issue(alice, "tests")[1]
+
+
+def chunks(total: int, size: int = 16 * 1024):
+    for start in range(0, total, size):
+        yield b"x" * min(size, total - start)
+
+
+def test_an_anonymous_huge_body_is_refused_from_its_headers_alone(small_limit_web):
+    # The answer comes before a byte of the body was sent.
+    with socket.create_connection(("127.0.0.1", int(small_limit_web.url.rsplit(":", 1)[1])), timeout=10) as conn:
+        conn.sendall(b"POST /login/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\n"
+                     b"Content-Length: 419430400\r\n\r\n")
+        answer = b""
+        while chunk := conn.recv(4096):  # the server closes the connection after its answer
+            answer += chunk
+    answer = answer.decode(errors="replace")
+    assert answer.startswith("HTTP/1.1 413"), answer
+    assert "larger than the limit of 64" in answer
+
+
+def test_a_streamed_body_is_cut_off_once_it_passes_the_limit(small_limit_web):
+    answer = httpx.post(f"{small_limit_web.url}/api/jobs", content=chunks(4 * LIMIT), timeout=30)
+    assert answer.status_code == 413
+    assert "larger than the limit" in answer.json()["error"]
+
+
+def test_a_signed_in_user_may_upload_a_large_archive_to_the_upload_address(small_limit_web, token):
+    files = {"archive": ("big.tar", b"\0" * (4 * LIMIT), "application/x-tar")}
+    answer = httpx.post(f"{small_limit_web.url}/api/datasets", files=files, data={"name": "big", "source": "archive"},
+                        headers={"Authorization": f"Token {token}"}, timeout=30)
+    assert answer.status_code != 413, answer.text
+    assert answer.status_code == 400, "the archive reached the form, which says what is wrong with it"
+
+
+def test_nobody_else_may_send_large_bodies_to_it_nor_anywhere_else(small_limit_web, token):
+    files = {"archive": ("big.tar", b"\0" * (4 * LIMIT), "application/x-tar")}
+    anonymous = httpx.post(f"{small_limit_web.url}/api/datasets", files=files, timeout=30)
+    assert anonymous.status_code == 413
+    bad_token = httpx.post(f"{small_limit_web.url}/api/datasets", files=files, timeout=30,
+                           headers={"Authorization": "Token not-a-token"})
+    assert bad_token.status_code == 413
+    elsewhere = httpx.post(f"{small_limit_web.url}/api/jobs", content=b"{" + b" " * (4 * LIMIT) + b"}",
+                           headers={"Authorization": f"Token {token}", "Content-Type": "application/json"}, timeout=30)
+    assert elsewhere.status_code == 413
+
+
+def test_small_bodies_pass(small_limit_web, token):
+    answer = httpx.post(f"{small_limit_web.url}/api/jobs", json={"kind": "nothing"},
+                        headers={"Authorization": f"Token {token}"}, timeout=30)
+    assert answer.status_code == 400

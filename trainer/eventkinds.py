@@ -1,0 +1,78 @@
+"""The event vocabulary of a training run: the kinds of event the trainer
+writes to ``events.jsonl`` and the fields the charts read from them,
+defined once for the trainer, the web app's series, the page scripts (they
+get ``page_vocabulary()`` in the page) and the tests.
+
+Every event's ``data`` is an object; the metric events carry ``step`` (the
+batches done since the start) and ``epoch`` (a float: epochs done so far).
+This module imports neither torch nor Django.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Written by the trainer.
+NETWORK = "network"    # {summary, input, classes}: once, at the start
+TRAIN = "train"        # {step, epoch, loss, lr, batch_size, images_per_s, data_wait}
+PROGRESS = "progress"  # {progress (0..1), epoch, loss}
+PERF = "perf"          # {images_per_s, data_wait, step_ms, flops_per_image, mfu, device}
+HARDWARE = "hardware"  # {gpus, cpu_percent, rss_bytes, threads}
+PROFILE = "profile"    # {file, steps, top}
+VAL = "val"            # {step, epoch, loss, top1, top5}
+LAYERS = "layers"      # {step, epoch, filters, layers}
+BEST = "best"          # {epoch, step, metric, value, file}
+SNAPSHOT = "snapshot"  # {step, epoch, file, best, metrics}
+RESUME = "resume"      # {step, epoch}: the run restarted from a checkpoint taken at this step
+RESULT = "result"      # {best, final, epochs, train_seconds, images_per_s, stopped_early}
+ERROR = "error"        # {message}
+# Written by the worker and the web app about any job.
+STATUS = "status"
+LOG = "log"
+
+# Chart series: name -> (event kind, field of its data).
+SERIES: dict[str, tuple[str, str]] = {
+    "train_loss": (TRAIN, "loss"),
+    "val_loss": (VAL, "loss"),
+    "val_top1": (VAL, "top1"),
+    "val_top5": (VAL, "top5"),
+    "lr": (TRAIN, "lr"),
+    "images_per_s": (TRAIN, "images_per_s"),
+    "data_wait": (TRAIN, "data_wait"),
+}
+# Kinds of which only the newest event matters.
+LATEST = (NETWORK, LAYERS, PERF, PROFILE)
+# Kinds the training section of the job page follows live.
+PAGE_KINDS = (NETWORK, TRAIN, PERF, HARDWARE, PROFILE, VAL, LAYERS, BEST, SNAPSHOT, RESUME, RESULT, STATUS)
+
+
+def series_fields() -> dict[str, dict[str, str]]:
+    """{event kind: {series name: field}} of the kinds that carry points."""
+    fields: dict[str, dict[str, str]] = {}
+    for name, (kind, key) in SERIES.items():
+        fields.setdefault(kind, {})[name] = key
+    return fields
+
+
+def page_vocabulary() -> dict[str, Any]:
+    """What a page script needs to follow a run's events: the kinds by name
+    and the series each metric kind carries."""
+    return {"kinds": {kind: kind for kind in PAGE_KINDS}, "series_fields": series_fields()}
+
+
+def train(step: int, epoch: float, loss: float, lr: float, batch_size: int, images_per_s: float,
+          data_wait: float) -> dict[str, Any]:
+    return {"step": step, "epoch": epoch, "loss": loss, "lr": lr, "batch_size": batch_size,
+            "images_per_s": images_per_s, "data_wait": data_wait}
+
+
+def val(step: int, epoch: float, loss: float, top1: float, top5: float) -> dict[str, Any]:
+    return {"step": step, "epoch": epoch, "loss": loss, "top1": top1, "top5": top5}
+
+
+def snapshot(step: int, epoch: float, file: str, best: bool, metrics: dict[str, Any]) -> dict[str, Any]:
+    return {"step": step, "epoch": epoch, "file": file, "best": best, "metrics": metrics}
+
+
+def resume(step: int, epoch: float) -> dict[str, Any]:
+    return {"step": step, "epoch": epoch}

@@ -1,0 +1,55 @@
+"""The JSON API of model training: creating models, the learning rate
+preview, a run's metrics, profiling requests and a group's runs."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, JsonResponse
+from django.shortcuts import get_object_or_404
+
+from digitslike.api import BadRequest, api, json_body
+from jobs import serialize
+from jobs.models import Job
+from trainer import jobfiles
+
+from . import series, services
+from .forms import NewModelForm
+from .jsondata import api_data
+from .views import preview
+
+
+@api("POST")
+def models(request: HttpRequest) -> JsonResponse:
+    form = NewModelForm(api_data(NewModelForm, json_body(request)), user=request.user)
+    if not form.is_valid():
+        raise BadRequest(form.errors.get_json_data())
+    return JsonResponse({"jobs": [serialize.job_detail(job) for job in form.submit(request.user)]}, status=201)
+
+
+@api("POST")
+def lr_preview(request: HttpRequest) -> JsonResponse:
+    return JsonResponse(preview(json_body(request)))
+
+
+@api("GET")
+def metrics(request: HttpRequest, job_id: int) -> JsonResponse:
+    job = get_object_or_404(Job, pk=job_id, kind="train")
+    try:
+        points = series.clamp_points(request.GET.get("points"))
+    except ValueError as exc:
+        raise BadRequest({"points": [str(exc)]}) from None
+    return JsonResponse(series.view(job.folder, lambda run: run.metrics(points)))
+
+
+@api("POST")
+def profile(request: HttpRequest, job_id: int) -> JsonResponse:
+    services.request_profile(get_object_or_404(Job, pk=job_id), request.user)
+    return JsonResponse({"requested": True, "file": jobfiles.PROFILE_REQUEST}, status=202)
+
+
+@api("GET")
+def group(request: HttpRequest, group: str) -> JsonResponse:
+    try:
+        points = series.clamp_points(request.GET.get("points") or str(services.GROUP_POINTS))
+    except ValueError as exc:
+        raise BadRequest({"points": [str(exc)]}) from None
+    return JsonResponse(services.group_data(group, points))

@@ -1,0 +1,183 @@
+"""The queries and actions of model training that pages and the API share:
+the datasets and earlier models a new model may start from, the run files
+anyone signed in may download, profiling requests, and a group's runs side
+by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django import forms
+from django.http import Http404
+from django.urls import reverse
+
+from datasets import store
+from digitslike.api import ActionError
+from jobs import serialize, services
+from jobs.models import ACTIVE, Job, Status
+from trainer import jobfiles
+from trainer.networks.layerspec import NetworkError, validate_layers
+
+from . import catalog, series
+
+RUN_CODE = "jobs.run_code"
+PREVIOUS_JOBS_SHOWN = 200
+GROUP_POINTS = 500  # per curve: a group overlays many runs
+
+
+# ---- what a new model starts from --------------------------------------------------
+
+def previous_jobs() -> list[dict[str, Any]]:
+    """Finished or aborted training jobs that left snapshots, newest first."""
+    found = []
+    for job in Job.objects.filter(kind="train", status__in=[Status.DONE, Status.ABORTED])[:PREVIOUS_JOBS_SHOWN]:
+        files = jobfiles.snapshots(job.folder)
+        if files and isinstance(job.params.get("network"), dict):
+            found.append({"id": job.pk, "label": f"{job.name} #{job.pk} ({job.get_status_display().lower()})",
+                          "snapshots": files, "network": job.params["network"]})
+    return found
+
+
+def dataset_label(job: Job, info: dict[str, Any]) -> str:
+    height, width, channels = info["image_shape"]
+    colour = "grayscale" if channels == 1 else "colour"
+    return f"{job.name} #{job.pk} · {width}×{height} {colour} · {len(info['classes'])} classes"
+
+
+def dataset_choices() -> list[tuple[str, str]]:
+    choices = [("", "Choose a dataset")]
+    for job in Job.objects.filter(kind="dataset", status=Status.DONE):
+        info = store.manifest(job)
+        if info:
+            choices.append((str(job.pk), dataset_label(job, info)))
+    return choices
+
+
+def built_dataset(value: Any) -> tuple[Job, dict[str, Any]]:
+    """The dataset job ``value`` names with its manifest; ValidationError when
+    there is none or its build is not done."""
+    job = Job.objects.filter(pk=value, kind="dataset").first()
+    if job is None:
+        raise forms.ValidationError(f"There is no dataset #{value}.")
+    if job.status != Status.DONE:
+        raise forms.ValidationError(f"The dataset “{job.name}” (#{job.pk}) is {job.get_status_display().lower()}; "
+                                    "choose a dataset whose build is done.")
+    info = store.manifest(job)
+    if info is None:
+        raise forms.ValidationError(f"The dataset “{job.name}” (#{job.pk}) has no built images in its folder.")
+    return job, info
+
+
+def dataset_classes(dataset_id: Any) -> int | None:
+    """How many classes the dataset job ``dataset_id`` has, when it is built."""
+    job = Job.objects.filter(pk=dataset_id, kind="dataset").first()
+    info = store.manifest(job) if job else None
+    return len(info["classes"]) if info else None
+
+
+def checked_network(network: Any, user: Any) -> dict[str, Any]:
+    """The network spec of a Visualize request, refused (ValueError with the
+    message) when it is malformed or is code the user may not run."""
+    if not isinstance(network, dict):
+        raise ValueError("Give the network as an object with its source.")
+    source = network.get("source")
+    if source == "standard":
+        if network.get("name") not in catalog.networks():
+            raise ValueError(f"Unknown standard network {network.get('name')!r}.")
+    elif source == "layers":
+        try:
+            validate_layers(str(network.get("text") or ""))
+        except NetworkError as exc:
+            raise ValueError(str(exc)) from None
+    elif source == "python":
+        if not user.has_perm(RUN_CODE):
+            raise ValueError("Only users allowed to run code may build a network written in Python.")
+        if not isinstance(network.get("text"), str):
+            raise ValueError("Give the Python code as text.")
+    else:
+        raise ValueError("The network's source is standard, layers or python.")
+    return network
+
+
+# ---- the files a run writes ----------------------------------------------------------
+
+def served_path(job: Job, relative: str) -> Path | None:
+    """The file ``relative`` names inside one of the job's served folders,
+    or None: paths are resolved (links followed) before the check, so
+    ``..`` and links cannot lead out."""
+    root = job.folder.resolve()
+    try:
+        target = (root / relative).resolve()
+        parts = target.relative_to(root).parts
+    except (ValueError, OSError):
+        return None
+    if len(parts) < 2 or parts[0] not in jobfiles.SERVED_FOLDERS or not target.is_file():
+        return None
+    return target
+
+
+def servable(job: Job, relative: Any) -> bool:
+    return isinstance(relative, str) and served_path(job, relative) is not None
+
+
+def model_file(job: Job, best: dict[str, Any] | None, snapshots: list[dict[str, Any]]) -> str | None:
+    """The file "Download model" gives: the best snapshot, else the last one."""
+    candidates = [best.get("file")] if best else []
+    candidates += [s.get("file") for s in reversed(snapshots)]
+    return next((f for f in candidates if servable(job, f)), None)
+
+
+def request_profile(job: Job, user: Any) -> Job:
+    """Ask the running trainer to profile a few steps: it watches for the
+    file, profiles, deletes the file and reports a ``profile`` event."""
+    services.require_change(job, user)
+    if job.kind != "train":
+        raise ActionError("Only training jobs can be profiled.")
+    job.refresh_from_db(fields=["status"])
+    if job.status != Status.RUNNING:
+        raise ActionError(
+            f"The job is {job.get_status_display().lower()}; only a running training job can be profiled.")
+    (job.folder / jobfiles.PROFILE_REQUEST).touch()
+    return job
+
+
+# ---- a group's runs ------------------------------------------------------------------
+
+def _run_summary(run: series.Run, points: int) -> dict[str, Any]:
+    top1 = run.series["val_top1"].extreme(highest=True)
+    loss = run.series["val_loss"].extreme(highest=False)
+    return {
+        "curves": {"val_loss": run.points("val_loss", points), "val_top1": run.points("val_top1", points)},
+        "best_top1": {"value": top1[2], "epoch": top1[1]} if top1 else None,
+        "best_val_loss": {"value": loss[2], "epoch": loss[1]} if loss else None,
+        "result": run.result,
+    }
+
+
+def group_data(group: str, points: int = GROUP_POINTS) -> dict[str, Any]:
+    """The jobs of one group, each training run with its settings, best
+    metrics and validation curves; Http404 for a group without jobs."""
+    jobs = list(Job.objects.filter(group=group).select_related("owner").order_by("created_at", "id"))
+    if not jobs:
+        raise Http404("No job is in this group.")
+    rows = []
+    for job in jobs:
+        row = serialize.job_summary(job)
+        if job.kind == "train":
+            params = job.params
+            network = params.get("network") or {}
+            row.update({
+                "network": network.get("name") or network.get("source", ""),
+                "solver": params.get("solver"), "lr": params.get("lr"), "batch_size": params.get("batch_size"),
+                "epochs": params.get("epochs"),
+                **series.view(job.folder, lambda run: _run_summary(run, points)),
+            })
+        rows.append(row)
+    return {
+        "group": group,
+        "url": reverse("group", args=[group]),
+        "api": reverse("api-group", args=[group]),
+        "active": any(job.status in ACTIVE for job in jobs),
+        "jobs": rows,
+    }

@@ -1,0 +1,31 @@
+// The run's result: its best metric, final validation and test metrics,
+// time and throughput, and whether it stopped early.
+import { duration, fixed, isNumber, num, pct } from "../../js/format.js";
+import { data, fillList, showTop5 } from "./page.js";
+
+const METRIC_LABELS = { val_loss: "val loss", val_top1: "val top-1", val_top5: "val top-5", train_loss: "train loss" };
+
+function metricValue(name, value) {
+  return name && name.endsWith("loss") ? num(value) : pct(value);
+}
+
+export function showResult() {
+  const r = data.result;
+  document.getElementById("training-result").hidden = !r;
+  if (!r) return;
+  const best = r.best || {};
+  const final = r.final || {};
+  const metrics = (prefix) => ["loss", "top1", ...(showTop5 ? ["top5"] : [])]
+    .filter((m) => isNumber(final[`${prefix}_${m}`]))
+    .map((m) => `${m === "loss" ? "loss" : m.replace("top", "top-")} ${m === "loss" ? num(final[`${prefix}_${m}`]) : pct(final[`${prefix}_${m}`])}`)
+    .join(" · ");
+  fillList(document.getElementById("training-result-list"), [
+    ["Best", best.metric ? `${METRIC_LABELS[best.metric] || best.metric} ${metricValue(best.metric, best.value)} at epoch ${fixed(best.epoch)}` : null],
+    ["Final validation", metrics("val") || null],
+    ["Test", metrics("test") || null],
+    ["Epochs", isNumber(r.epochs) ? fixed(r.epochs) : null],
+    ["Training time", isNumber(r.train_seconds) ? duration(r.train_seconds) : null],
+    ["Images/s", isNumber(r.images_per_s) ? num(r.images_per_s, 5) : null],
+    ["Stopped early", r.stopped_early ? "yes, the metric stopped improving" : "no"],
+  ]);
+}

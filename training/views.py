@@ -1,0 +1,205 @@
+"""The pages of model training and the small JSON answers they ask for: the
+New model page (its learning rate preview, Customize and Visualize), the
+training section of a model's job page with the files its run wrote, and
+the group page. The JSON API is in ``api``."""
+
+from __future__ import annotations
+
+import mimetypes
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.forms import ValidationError
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET, require_POST
+
+from digitslike.api import BadRequest, bad_request_message, error, json_body
+from digitslike.files import streamed_asynchronously
+from jobs import services as job_services
+from jobs.models import Job
+from jobs.views import _act
+from trainer import eventkinds, jobfiles, lr_policy
+
+from . import catalog, series, services
+from .forms import NewModelForm, ScheduleForm
+from .jsondata import api_data
+
+# Images are shown in the page; everything else is a download.
+INLINE_TYPES = ("image/png",)
+MODEL_SUFFIXES = (".pt", ".pth", ".pt2", ".safetensors", ".onnx")
+
+
+# ---- the New model page --------------------------------------------------------------
+
+def _page_data(form: NewModelForm) -> dict[str, Any]:
+    """What the page's script needs: which fields each policy and solver uses,
+    the standard networks, the earlier models to start from, the snapshot
+    file names and the URLs it asks."""
+    return {
+        "policies": {name: params for name, _label, params in lr_policy.POLICIES},
+        "policy_defaults": lr_policy.DEFAULTS,
+        "momentum": [name for name, solver in catalog.solvers().items() if solver["momentum"]],
+        "networks": catalog.networks(),
+        "previous": form.previous,
+        "may_run_code": form.may_run_code,
+        "files": jobfiles.page_names(),
+        "urls": {"customize": reverse("model-customize"), "visualize": reverse("model-visualize"),
+                 "lr_preview": reverse("model-lr-preview")},
+    }
+
+
+@login_required
+def new_model(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        form = NewModelForm(request.POST, user=request.user)
+        if form.is_valid():
+            jobs = form.submit(request.user)
+            if len(jobs) == 1:
+                return redirect("job", jobs[0].pk)
+            return redirect(reverse("group", args=[jobs[0].group]))
+    else:
+        initial = {"dataset": request.GET["dataset"]} if request.GET.get("dataset", "").isdigit() else {}
+        form = NewModelForm(initial=initial, user=request.user)
+    context = {"form": form, "page_data": _page_data(form)}
+    return render(request, "training/new.html", context, status=400 if request.method == "POST" else 200)
+
+
+def preview(data: dict[str, Any]) -> dict[str, Any]:
+    """The learning rate preview of a JSON body (BadRequest when its fields are not valid)."""
+    form = ScheduleForm(api_data(ScheduleForm, data))
+    if not form.is_valid():
+        raise BadRequest(form.errors.get_json_data())
+    return form.preview()
+
+
+def _json_error(exc: BadRequest) -> JsonResponse:
+    return error(bad_request_message(exc.errors), 400, errors=exc.errors)
+
+
+@login_required
+@require_POST
+def lr_preview(request: HttpRequest) -> JsonResponse:
+    try:
+        return JsonResponse(preview(json_body(request)))
+    except BadRequest as exc:
+        return _json_error(exc)
+
+
+@login_required
+@require_GET
+def customize(request: HttpRequest) -> JsonResponse:
+    name = request.GET.get("name", "")
+    known = catalog.networks()
+    if name not in known:
+        return error(f"Unknown standard network {name!r}; known: {', '.join(known)}.", 400)
+    return JsonResponse(catalog.customize(name))
+
+
+@login_required
+@require_POST
+def visualize(request: HttpRequest) -> JsonResponse:
+    """Build the network for the chosen dataset's images (after the crop) and
+    return its layer table, or why it does not build."""
+    try:
+        body = json_body(request)
+    except BadRequest as exc:
+        return _json_error(exc)
+    try:
+        dataset, info = services.built_dataset(body.get("dataset"))
+    except ValidationError as exc:
+        return error("Choose a dataset first: " + " ".join(exc.messages), 400)
+    try:
+        network = services.checked_network(body.get("network"), request.user)
+    except ValueError as exc:
+        return error(str(exc), 400)
+    height, width, channels = info["image_shape"]
+    crop = body.get("crop")
+    if crop is not None:
+        if not isinstance(crop, int) or isinstance(crop, bool) or not 0 < crop <= min(height, width):
+            return error(f"The crop must be a whole number that fits in the dataset's {width}×{height} "
+                                          "images.", 400)
+        height = width = crop
+    classes = len(info["classes"])
+    answer = catalog.inspect(network, channels, classes, height, width)
+    if not answer.get("ok"):
+        return error(answer.get("error") or "The network does not build.", 400)
+    return JsonResponse({"summary": answer["summary"], "input": [channels, height, width], "classes": classes,
+                         "dataset": dataset.pk})
+
+
+# ---- the training section of a model's job page ------------------------------------
+
+def page_context(job: Job) -> dict[str, Any]:
+    """What the job page adds for a training job (``JobKind.page_context``)."""
+    def build(run: series.Run) -> dict[str, Any]:
+        return {
+            "through": run.seq,  # the page ignores live events it already holds
+            "series": run.all_points(series.DEFAULT_POINTS),
+            "snapshots": run.snapshot_list(),
+            "best": run.best,
+            "result": run.result,
+            "network": run.network,
+            "layers": run.layers,
+            "perf": run.perf,
+            "profile": run.profile,
+            "hardware": run.hardware,
+        }
+
+    data = series.view(job.folder, build)
+    for snapshot in data["snapshots"]:
+        snapshot["exists"] = services.servable(job, snapshot.get("file"))
+    data.update({
+        "job": job.pk,
+        "status": job.status,
+        "epochs": job.params.get("epochs"),
+        "classes": services.dataset_classes(job.params.get("dataset")),
+        "files_url": reverse("job-file", args=[job.pk, "_"])[:-1],
+        "profile_api": reverse("api-job-profile", args=[job.pk]),
+        "job_api": reverse("api-job", args=[job.pk]),
+        "profile_requested": (job.folder / jobfiles.PROFILE_REQUEST).exists(),
+        **eventkinds.page_vocabulary(),
+    })
+    return {
+        "training": data,
+        "training_model_file": services.model_file(job, data["best"], data["snapshots"]),
+        "training_export": jobfiles.EXPORTED_MODEL if services.servable(job, jobfiles.EXPORTED_MODEL) else None,
+        "training_resumable": job_services.resumable(job),
+    }
+
+
+@login_required
+def job_file(request: HttpRequest, job_id: int, relative: str) -> FileResponse:
+    job = get_object_or_404(Job, pk=job_id)
+    target = services.served_path(job, relative)
+    if target is None:
+        raise Http404("No such file.")
+    content_type = file_type(target)
+    attachment = content_type not in INLINE_TYPES
+    return streamed_asynchronously(request, FileResponse(
+        open(target, "rb"), content_type=content_type, as_attachment=attachment,
+        filename=f"{slugify(job.name) or f'job-{job.pk}'}-{target.name}" if attachment else target.name))
+
+
+def file_type(path: Path) -> str:
+    """What a browser should take the file for: model files (which the
+    system's MIME table does not know, or takes for something else) are plain bytes."""
+    if path.suffix in MODEL_SUFFIXES:
+        return "application/octet-stream"
+    return mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+
+
+@login_required
+@require_POST
+def profile(request: HttpRequest, job_id: int) -> HttpResponse:
+    return _act(request, job_id, services.request_profile, "Profile requested: the next few steps are profiled.")
+
+
+# ---- the group page ------------------------------------------------------------------
+
+@login_required
+def group_page(request: HttpRequest, group: str) -> HttpResponse:
+    return render(request, "training/group.html", {"group": group, "data": services.group_data(group)})

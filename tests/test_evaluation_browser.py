@@ -61,5 +61,5 @@ def test_clicking_a_confusion_matrix_cell_shows_its_images(page, worker):  # noq
     page.click("#compare-button")
     page.wait_for_url("**/groups/sweep/#compare")
     expect(page.locator("#compare-table tbody tr")).to_have_count(1)
-    expect(page.locator("#compare-table td.status")).to_have_text("done", timeout=60_000)
+    expect(page.locator("#compare-table td.status")).to_have_text("Done", timeout=60_000)
     expect(page.locator("#compare-table td.top1")).to_contain_text("%")

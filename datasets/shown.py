@@ -6,28 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings as django_settings
-
-from jobs.kinds import SettingsGroup
+from jobs.kinds import SettingsGroup, without
 from jobs.models import Job
 
-# Params the build needs that are the server's business, not the user's.
-PRIVATE = ("roots", "archive_limits")
-UPLOADED = "(uploaded file)"
-
-
-def _source(source: dict[str, Any]) -> dict[str, Any]:
-    """The source with the server's copies of uploaded files named as such."""
-    jobs_dir = str(django_settings.JOBS_DIR)
-    return {key: UPLOADED if isinstance(value, str) and value.startswith(jobs_dir) else value
-            for key, value in source.items()}
-
-
-def public_params(params: dict[str, Any]) -> dict[str, Any]:
-    shown = {k: v for k, v in params.items() if k not in PRIVATE}
-    if isinstance(shown.get("source"), dict):
-        shown["source"] = _source(shown["source"])
-    return shown
+# The params the build needs that are the server's business, not the user's.
+public_params = without("roots", "archive_limits")
 
 
 def _text(value: Any) -> str:

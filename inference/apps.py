@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
-from jobs.kinds import Category, JobKind, python_module, register, register_category
+from jobs.kinds import Category, JobKind, python_module, register, register_category, without
 
 
 class InferenceConfig(AppConfig):
@@ -12,4 +12,6 @@ class InferenceConfig(AppConfig):
         register_category(Category("evaluations", "Evaluations", order=25))
         register(JobKind("evaluation", "Evaluation", "evaluations", python_module("trainer.inference.job"),
                          page_template="inference/section.html", page_context=page_context,
-                         new_page="new-evaluation", create_endpoint="api-evaluations", summary_extra=summary_extra))
+                         new_page="new-evaluation", create_endpoint="api-evaluations", summary_extra=summary_extra,
+                         # the model's folder and the allowed roots are the server's business
+                         public_params=without("model_dir", "roots", "archive_limits")))

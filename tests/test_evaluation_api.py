@@ -59,6 +59,8 @@ def test_evaluate_queues_an_evaluation_of_the_models_split(alice):
     assert job.params["source"] == {"type": "split", "split": "test"}
     assert job.params["model"] == model.pk and job.params["snapshot"] is None
     assert response.json()["note"] == ""
+    shown = client_for(alice).get(f"/api/jobs/{job.pk}").json()["params"]
+    assert str(model.folder) not in json.dumps(shown) and "roots" not in shown, "no server path for users"
 
 
 def test_a_model_still_training_is_evaluated_with_a_note(alice):

@@ -7,19 +7,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobs.kinds import SettingsGroup
+from jobs.kinds import SettingsGroup, without
 from jobs.models import Job
 from trainer import catalog, lr_policy
 
-# Params that hold server paths: the dataset's folder, an earlier snapshot's.
-PRIVATE = ("dataset_dir",)
-
-
-def public_params(params: dict[str, Any]) -> dict[str, Any]:
-    shown = {k: v for k, v in params.items() if k not in PRIVATE}
-    if isinstance(shown.get("pretrained"), dict):
-        shown["pretrained"] = {k: v for k, v in shown["pretrained"].items() if k != "path"}
-    return shown
+# The dataset's folder is the server's business; an earlier snapshot is shown
+# as its job and file.
+public_params = without("dataset_dir")
 
 
 def _text(value: Any) -> str:
@@ -43,7 +37,7 @@ def _network(params: dict[str, Any]) -> str:
     pretrained = params.get("pretrained") or {}
     if pretrained.get("job"):
         mode = "continued" if pretrained.get("mode") == "continue" else "fine-tuned"
-        snapshot = str(pretrained.get("path", "")).rsplit("/", 1)[-1]
+        snapshot = str(pretrained.get("path", "")).rsplit("/", 1)[-1]  # the file name alone
         text += f", {mode} from job #{pretrained['job']} ({snapshot})"
     return text
 

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainer import checkpoint, events
+from trainer import checkpoint, events, jobfiles
 from trainer.data import DatasetInfo, Normalizer
 from trainer.networks import NetworkError, build
 
@@ -70,7 +70,7 @@ def choose_snapshot(job_dir: Path, name: str | None) -> tuple[Path, str | None]:
     """The snapshot file to load and a note for the user. Without ``name``:
     the best one of a finished model; the newest one of a model still
     training (said in the note)."""
-    folder = Path(job_dir) / checkpoint.FOLDER
+    folder = Path(job_dir) / jobfiles.CHECKPOINTS
     if name:
         if Path(name).name != name or not name.endswith(".pt"):
             raise InferenceError(f"{name!r} is not the name of a snapshot.")
@@ -83,7 +83,7 @@ def choose_snapshot(job_dir: Path, name: str | None) -> tuple[Path, str | None]:
     if not _finished(job_dir):
         newest = snapshots[-1]
         return newest, f"The model is still training (or stopped early): using its newest snapshot, {newest.name}."
-    for preferred in (checkpoint.BEST, checkpoint.LAST):
+    for preferred in (jobfiles.BEST, jobfiles.LAST):
         if _is_snapshot(folder / preferred):
             return folder / preferred, None
     return snapshots[-1], None

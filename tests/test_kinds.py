@@ -36,14 +36,15 @@ def embedded(response, element_id: str):
 
 
 def test_the_apps_categories_make_the_home_tabs_in_their_order(alice):
-    assert [c.name for c in kinds.categories()] == ["datasets", "models", "checks", "probes"]
+    assert [c.name for c in kinds.categories()] == ["datasets", "models", "pretrained", "evaluations", "checks", "probes"]
     probe(alice, name="mine")
     home = signed_in(alice).get("/")
     tabs = embedded(home, "tabs-data")
     assert [(t["id"], t["label"]) for t in tabs] == [
-        ("datasets", "Datasets"), ("models", "Models"), ("checks", "Device checks"), ("probes", "Probes")]
-    assert [t["group_link"] for t in tabs] == ["", "compare curves", "", "probe the group"]
-    assert [j["name"] for j in tabs[3]["jobs"]] == ["mine"]
+        ("datasets", "Datasets"), ("models", "Models"), ("pretrained", "Pretrained models"), ("evaluations", "Evaluations"),
+        ("checks", "Device checks"), ("probes", "Probes")]
+    assert [t["group_link"] for t in tabs] == ["", "compare curves", "", "", "", "probe the group"]
+    assert [j["name"] for j in tabs[5]["jobs"]] == ["mine"]
     assert embedded(home, "active-tab") == "probes"  # the first tab with jobs
 
 
@@ -51,6 +52,7 @@ def test_the_home_page_links_each_kinds_new_page_in_tab_order(alice):
     html = signed_in(alice).get("/").content.decode()
     links = re.findall(r'<a class="button" href="([^"]+)">(New [^<]+)</a>', html)
     assert links == [("/datasets/new/", "New dataset"), ("/models/new/", "New model"),
+                     ("/pretrained/new/", "New pretrained model"), ("/evaluations/new/", "New evaluation"),
                      ("/checks/new/", "New device check")]
 
 

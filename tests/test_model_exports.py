@@ -57,6 +57,8 @@ def test_an_exported_archive_predicts_what_the_app_predicts(alice, bob, worker):
     job = export(client, model, "epoch-2.pt")
     assert job.kind == "export" and job.owner == bob and job.params["snapshot"] == "epoch-2.pt"
     assert export(client, model, "checkpoints/epoch-2.pt", expected=200).pk == job.pk, "the same snapshot: reused"
+    button = client.post(f"/models/{model.pk}/export", {"snapshot": "checkpoints/epoch-2.pt"})
+    assert button.status_code == 302 and button["Location"] == f"/jobs/{job.pk}/", "the page's button: the same job"
     assert client.get(f"/api/exports/{job.pk}/archive").status_code == 404, "not made yet"
     job = wait_status(job, Status.DONE, Status.FAILED, timeout=TIMEOUT)
     assert job.status == Status.DONE, job.error

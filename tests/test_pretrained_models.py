@@ -210,6 +210,24 @@ def test_the_new_model_form_offers_pretrained_models_only_when_there_are_some(al
     assert "Only users allowed to run code" in code.json()["errors"]["pretrained_model"][0]["message"]
 
 
+def test_make_pretrained_model_on_a_models_page_queues_one_of_the_chosen_snapshot(alice, bob):
+    dataset = dataset_job(alice)
+    model = Job.objects.create(kind="train", name="lenet", owner=alice, status=Status.DONE,
+                               params={"dataset": dataset.pk}, resources={"device": "cpu", "count": 1})
+    (model.folder / "checkpoints").mkdir(parents=True)
+    (model.folder / jobfiles.CONFIG).write_text("{}")
+    (model.folder / "checkpoints" / "epoch-1.pt").write_bytes(b"weights")
+    client = client_for(bob)
+    missing = client.post(f"/models/{model.pk}/pretrained", {"snapshot": "checkpoints/epoch-9.pt"}, follow=True)
+    assert "has no snapshot &#x27;checkpoints/epoch-9.pt&#x27;" in missing.content.decode()
+    assert not Job.objects.filter(kind="pretrained").exists()
+    made = client.post(f"/models/{model.pk}/pretrained", {"snapshot": "checkpoints/epoch-1.pt"})
+    job = Job.objects.get(kind="pretrained")
+    assert made.status_code == 302 and made["Location"] == f"/jobs/{job.pk}/"
+    assert (job.owner, job.name, job.params["source"]["snapshot"]) == (bob, "lenet (epoch-1)", "epoch-1.pt")
+    assert client.post("/models/999/pretrained", {"snapshot": ""}).status_code == 404
+
+
 def test_only_its_owner_or_staff_may_delete_a_pretrained_model(alice, bob, staff):
     mine = Job.objects.create(kind="pretrained", name="mine", owner=alice, status=Status.DONE, params={})
     theirs = Job.objects.create(kind="pretrained", name="theirs", owner=bob, status=Status.FAILED, params={})

@@ -13,7 +13,7 @@ import torch
 from PIL import Image
 
 from tests.trainfiles import bars, train_config
-from trainer import checkpoint
+from trainer import checkpoint, jobfiles
 from trainer.datastore import RawSplitWriter
 from trainer.distributed import Placement
 from trainer.networks import build
@@ -37,7 +37,7 @@ def untrained_job(folder: Path, dataset: Path, name: str) -> Path:
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps(config))
     model = build(config["network"], 1, 4, 28, 28)
-    checkpoint.save(folder / checkpoint.FOLDER / checkpoint.LAST, {"model": model.state_dict()})
+    checkpoint.save(folder / jobfiles.LAST_CHECKPOINT, {"model": model.state_dict()})
     return folder
 
 

@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "training",
     "devicechecks",
     "inference",
+    "pretrained",
 ]
 
 MIDDLEWARE = [
@@ -256,6 +257,8 @@ REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 10 * 1024**2, minimum=1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "uploads")
 FILE_UPLOAD_HANDLERS = ["datasets.uploads.LimitedTemporaryFileUploadHandler"]
+# The largest weights file a pretrained model may be uploaded as (it is read whole).
+PRETRAINED_MAX_BYTES = env_int("PRETRAINED_MAX_BYTES", 4 * 1024**3, minimum=1024)
 # Archive extraction limits (see trainer/archives.py).
 ARCHIVE_MAX_BYTES = env_int("ARCHIVE_MAX_BYTES", 50 * 1024**3, minimum=1024)
 ARCHIVE_MAX_RATIO = env_float("ARCHIVE_MAX_RATIO", 200.0)

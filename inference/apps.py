@@ -7,6 +7,7 @@ class InferenceConfig(AppConfig):
     name = "inference"
 
     def ready(self) -> None:
+        from . import exports
         from .views import page_context, summary_extra
 
         register_category(Category("evaluations", "Evaluations", order=25))
@@ -15,3 +16,6 @@ class InferenceConfig(AppConfig):
                          new_page="new-evaluation", create_endpoint="api-evaluations", summary_extra=summary_extra,
                          # the model's folder and the allowed roots are the server's business
                          public_params=without("model_dir", "roots", "archive_limits")))
+        # A model archive is listed with the models; it is made from a model's page or its API.
+        register(JobKind(exports.KIND, "Model archive", "models", python_module("trainer.export_job"),
+                         page_template="inference/export_section.html", page_context=exports.page_context))

@@ -72,7 +72,8 @@ class JobKind:
     # What the kind adds to a job's summary (the lists and the home page).
     summary_extra: Callable[[Job], dict[str, Any]] | None = None
     # The job's settings as users may see them, in the API and on the page:
-    # its params without server paths (default: the params as they are).
+    # its params without server paths (default: the params, with paths into
+    # job folders in the jobs' words; see ``without``).
     public_params: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     # The job page's settings table: (group title, [(label, value)]) in the
     # order of the form that made the job (default: one row per parameter).
@@ -131,7 +132,7 @@ def without(*private: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
 
 def public_params(job: Job) -> dict[str, Any]:
     kind = find(job.kind)
-    return kind.public_params(job.params) if kind and kind.public_params else job.params
+    return kind.public_params(job.params) if kind and kind.public_params else in_job_words(job.params)
 
 
 def settings_table(job: Job) -> list[SettingsGroup]:

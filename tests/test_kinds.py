@@ -11,7 +11,6 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from digitslike.api import ActionError
 from jobs import kinds, services
 from jobs.models import Job, Status
 
@@ -37,15 +36,15 @@ def embedded(response, element_id: str):
 
 
 def test_the_apps_categories_make_the_home_tabs_in_their_order(alice):
-    assert [c.name for c in kinds.categories()] == ["datasets", "models", "evaluations", "checks", "probes"]
+    assert [c.name for c in kinds.categories()] == ["datasets", "models", "pretrained", "evaluations", "checks", "probes"]
     probe(alice, name="mine")
     home = signed_in(alice).get("/")
     tabs = embedded(home, "tabs-data")
     assert [(t["id"], t["label"]) for t in tabs] == [
-        ("datasets", "Datasets"), ("models", "Models"), ("evaluations", "Evaluations"), ("checks", "Device checks"),
-        ("probes", "Probes")]
-    assert [t["group_link"] for t in tabs] == ["", "compare curves", "", "", "probe the group"]
-    assert [j["name"] for j in tabs[4]["jobs"]] == ["mine"]
+        ("datasets", "Datasets"), ("models", "Models"), ("pretrained", "Pretrained models"), ("evaluations", "Evaluations"),
+        ("checks", "Device checks"), ("probes", "Probes")]
+    assert [t["group_link"] for t in tabs] == ["", "compare curves", "", "", "", "probe the group"]
+    assert [j["name"] for j in tabs[5]["jobs"]] == ["mine"]
     assert embedded(home, "active-tab") == "probes"  # the first tab with jobs
 
 
@@ -53,7 +52,8 @@ def test_the_home_page_links_each_kinds_new_page_in_tab_order(alice):
     html = signed_in(alice).get("/").content.decode()
     links = re.findall(r'<a class="button" href="([^"]+)">(New [^<]+)</a>', html)
     assert links == [("/datasets/new/", "New dataset"), ("/models/new/", "New model"),
-                     ("/evaluations/new/", "New evaluation"), ("/checks/new/", "New device check")]
+                     ("/pretrained/new/", "New pretrained model"), ("/evaluations/new/", "New evaluation"),
+                     ("/checks/new/", "New device check")]
 
 
 def test_a_kind_is_created_over_the_api_with_its_form(alice):
@@ -72,7 +72,7 @@ def test_a_kind_is_created_over_the_api_with_its_form(alice):
 def test_a_kind_resumes_from_the_file_it_names(alice):
     job = probe(alice, Status.FAILED)
     assert not services.resumable(job)
-    with pytest.raises(ActionError, match=re.escape("no checkpoint (probe.state)")):
+    with pytest.raises(services.ActionError, match=re.escape("no checkpoint (probe.state)")):
         services.resume(job, alice)
     Path(job.folder).mkdir(parents=True)
     (job.folder / "probe.state").write_text("step 2")
@@ -80,7 +80,7 @@ def test_a_kind_resumes_from_the_file_it_names(alice):
     services.resume(job, alice)
     assert Job.objects.get(pk=job.pk).status == Status.QUEUED
     check = Job.objects.create(kind="devicecheck", name="c", owner=alice, params={}, resources={}, status=Status.FAILED)
-    with pytest.raises(ActionError, match="A device check job cannot be resumed"):
+    with pytest.raises(services.ActionError, match="A device check job cannot be resumed"):
         services.resume(check, alice)
 
 

@@ -37,7 +37,7 @@ MODEL_SUFFIXES = (".pt", ".pth", ".pt2", ".safetensors", ".onnx")
 
 def _page_data(form: NewModelForm) -> dict[str, Any]:
     """What the page's script needs: which fields each policy and solver uses,
-    the standard networks, the earlier models to start from, the snapshot
+    the standard networks, the earlier and pretrained models to start from, the snapshot
     file names and the URLs it asks."""
     return {
         "policies": {name: params for name, _label, params in lr_policy.POLICIES},
@@ -45,6 +45,7 @@ def _page_data(form: NewModelForm) -> dict[str, Any]:
         "momentum": [name for name, solver in catalog.solvers().items() if solver["momentum"]],
         "networks": catalog.networks(),
         "previous": form.previous,
+        "pretrained": [{"id": p["id"], "label": p["label"], "network": p["network"]} for p in form.pretrained_models],
         "may_run_code": form.may_run_code,
         "files": jobfiles.page_names(),
         "urls": {"customize": reverse("model-customize"), "visualize": reverse("model-visualize"),
@@ -62,7 +63,9 @@ def new_model(request: HttpRequest) -> HttpResponse:
                 return redirect("job", jobs[0].pk)
             return redirect(reverse("group", args=[jobs[0].group]))
     else:
-        initial = {"dataset": request.GET["dataset"]} if request.GET.get("dataset", "").isdigit() else {}
+        initial = {key: request.GET[key] for key in ("dataset", "pretrained_model") if request.GET.get(key, "").isdigit()}
+        if "pretrained_model" in initial:
+            initial["network_source"] = "pretrained"
         form = NewModelForm(initial=initial, user=request.user)
     context = {"form": form, "page_data": _page_data(form)}
     return render(request, "training/new.html", context, status=400 if request.method == "POST" else 200)

@@ -28,6 +28,7 @@ from . import kinds, leases
 from .bus import Forwarder
 from .logfile import LogTail, tail_lines
 from .models import Job, Status
+from .queue import enqueue
 from .workerinfo import WorkerInfo
 
 log = logging.getLogger(__name__)
@@ -137,14 +138,45 @@ def supervise(job: Job, process: subprocess.Popen) -> int:
 
 
 def finish(job: Job, code: int) -> None:
+    """Record how the job's process ended: ``code`` is the supervisor's exit
+    code, negative when a signal this app did not send killed the job."""
     job.refresh_from_db()
     if job.abort_requested:
         job.transition(Status.ABORTED, frm=[Status.RUNNING], message="Aborted")
     elif code == 0:
         job.transition(Status.DONE, frm=[Status.RUNNING], message="Finished")
+    elif code < 0:
+        killed(job, _signal_name(-code))
     else:
         message = failure_message(job, code)
         job.transition(Status.FAILED, frm=[Status.RUNNING], message=message, error=message)
+
+
+def killed(job: Job, signal_name: str) -> None:
+    """The job's process was killed from outside (the out-of-memory killer,
+    say): requeue a kind that resumes and left its resume file, within
+    ``JOB_MAX_ATTEMPTS``; fail it with the reason otherwise."""
+    kind = kinds.find(job.kind)
+    resume_file = kind.resume_file if kind else ""
+    attempts = settings.JOB_MAX_ATTEMPTS
+    what = f"The job's process was killed by {signal_name} (not by this app; out of memory?) during attempt {job.attempt}"
+    if resume_file and (job.folder / resume_file).is_file() and job.attempt < attempts:
+        message = f"{what} of {attempts}; requeued to resume from its last snapshot."
+        if job.transition(Status.QUEUED, frm=[Status.RUNNING], message=message, worker=""):
+            enqueue(job)
+        return
+    if not resume_file or not (job.folder / resume_file).is_file():
+        message = f"{what}, and it left nothing to resume from."
+    else:
+        message = f"{what}; giving up after {attempts} attempts."
+    job.transition(Status.FAILED, frm=[Status.RUNNING], message=message, error=message)
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 def failure_message(job: Job, code: int) -> str:

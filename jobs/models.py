@@ -35,6 +35,9 @@ class Status(models.TextChoices):
     ABORTED = "aborted", "Aborted"
 
 
+# Shown wherever the permission is granted (the admin's user and group pages).
+RUN_CODE_NAME = "May run custom Python network code, with all the rights of the server's account"
+
 TERMINAL = (Status.DONE, Status.FAILED, Status.ABORTED)
 PENDING = (Status.QUEUED, Status.WAITING)
 ACTIVE = (Status.QUEUED, Status.WAITING, Status.RUNNING)
@@ -67,7 +70,7 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        permissions = [("run_code", "May run custom Python network code")]
+        permissions = [("run_code", RUN_CODE_NAME)]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.kind} #{self.pk})"

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from trainer import events as eventlog
 
-from . import kinds, leases
+from . import kinds, leases, permissions
 from .bus import Forwarder
 from .logfile import LogTail, tail_lines
 from .models import Job, Status
@@ -39,6 +39,8 @@ RELAY_POLL_SECONDS = 0.1
 ABORT_POLL_SECONDS = 0.5
 PROGRESS_WRITE_SECONDS = 1.0
 LOG_LINES_PER_EVENT = 200
+# Parts of the names of environment variables kept from job processes.
+SECRET_MARKERS = ("SECRET", "PASSWORD", "PASSWD", "TOKEN", "CREDENTIAL", "_KEY", "_URL", "DSN", "AUTH")
 
 
 def run_job(job_id: int, worker: WorkerInfo) -> None:
@@ -51,6 +53,9 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
     )
     if not claimed:
         return  # a duplicated delivery, or aborted while queued
+    if refusal := permissions.missing(job.owner, job.kind, job.params):  # revoked since it was queued
+        job.transition(Status.FAILED, frm=[Status.WAITING], message=refusal, error=refusal)
+        return
     devices = wait_for_devices(job, worker)
     if devices is None:
         return
@@ -98,13 +103,21 @@ def launch(job: Job, devices: list[str]) -> subprocess.Popen:
     folder.mkdir(parents=True, exist_ok=True)
     config = {**job.params, "job_id": job.pk, "devices": devices}
     (folder / "config.json").write_text(json.dumps(config, indent=2))
-    env = {**os.environ, "PYTHONPATH": str(settings.BASE_DIR), "PYTHONUNBUFFERED": "1"}
+    env = {**job_environment(), "PYTHONPATH": str(settings.BASE_DIR), "PYTHONUNBUFFERED": "1"}
     env["CUDA_VISIBLE_DEVICES"] = ",".join(d.removeprefix("gpu") for d in devices if d.startswith("gpu"))
     command = kinds.get(job.kind).command(job)
     argv = [sys.executable, str(PROCGROUP), str(os.getpid()), str(settings.JOB_ABORT_GRACE_SECONDS), "--", *command]
     with open(folder / "log.txt", "ab") as log_file:
         return subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 cwd=folder, env=env, start_new_session=True)
+
+
+def job_environment() -> dict[str, str]:
+    """The worker's environment less anything that may hold a secret (the
+    secret key, database and Redis addresses with their passwords, tokens):
+    a job may run its owner's code, and needs none of them."""
+    return {name: value for name, value in os.environ.items()
+            if not any(marker in name.upper() for marker in SECRET_MARKERS)}
 
 
 def supervise(job: Job, process: subprocess.Popen) -> int:

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from . import bus, kinds
+from . import bus, kinds, permissions
 from .events import publish
 from .models import ACTIVE, PENDING, Job, JobTransition, Status
 from .queue import enqueue
@@ -37,6 +37,7 @@ def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources:
     """Create and queue a job. ``prepare(job)`` may put files into the job's
     folder (an upload, say) before it is queued."""
     kinds.get(kind)  # an unknown kind is a programming error, not a user's
+    refuse_without_permission(owner, kind, params)
     with transaction.atomic():
         job = Job.objects.create(kind=kind, name=name, group=group, notes=notes, owner=owner,
                                  params=params, resources=resources)
@@ -48,6 +49,11 @@ def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources:
         JobTransition.objects.create(job=job, status=Status.QUEUED, message="Submitted")
         transaction.on_commit(lambda: _announce_and_enqueue(job))
     return job
+
+
+def refuse_without_permission(owner: User, kind: str, params: dict[str, Any]) -> None:
+    if refusal := permissions.missing(owner, kind, params):
+        raise ActionError(refusal, status=403)
 
 
 def _announce_and_enqueue(job: Job) -> None:
@@ -89,6 +95,7 @@ def resume(job: Job, user: User) -> Job:
         raise ActionError(f"The job is {job.get_status_display().lower()}; only an aborted or failed job can be resumed.")
     if not (job.folder / resume_file).is_file():
         raise ActionError(f"The run left no checkpoint ({resume_file}) to resume from; clone it to start again.")
+    refuse_without_permission(job.owner, job.kind, job.params)
     # A resumed job gets a fresh count of attempts: the ones before ended it.
     if not job.transition(Status.QUEUED, frm=[Status.ABORTED, Status.FAILED],
                           message=f"Resumed by {user.username} from its last checkpoint",

@@ -7,6 +7,11 @@ from jobs.kinds import Category, JobKind, register, register_category
 RESUME_FILE = "checkpoints/last.pt"
 
 
+def runs_code(params: dict) -> str | None:
+    """A network written in Python runs as code with the server account's rights."""
+    return "jobs.run_code" if (params.get("network") or {}).get("source") == "python" else None
+
+
 class TrainingConfig(AppConfig):
     name = "training"
 
@@ -19,4 +24,4 @@ class TrainingConfig(AppConfig):
         register(JobKind("train", "Model", "models", train_command,
                          page_template="training/section.html", page_context=page_context,
                          new_page="new-model", create_endpoint="api-models", resume_file=RESUME_FILE,
-                         summary_extra=summary_extra))
+                         summary_extra=summary_extra, required_permission=runs_code))

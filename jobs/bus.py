@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -42,16 +43,28 @@ def jobs_stream() -> str:
     return key("events", "jobs")
 
 
+# How long a caller waits for a free connection of a full pool.
+POOL_WAIT_SECONDS = 3
+
+
+def _pool_options() -> dict[str, Any]:
+    """Bounded pools (``REDIS_MAX_CONNECTIONS``), with connections named after
+    the process so that ``CLIENT LIST`` shows who holds them."""
+    return {"max_connections": settings.REDIS_MAX_CONNECTIONS, "timeout": POOL_WAIT_SECONDS,
+            "socket_connect_timeout": 2, "health_check_interval": 10,
+            "client_name": f"{settings.REDIS_PREFIX}:{os.getpid()}"}
+
+
 @cache
 def client() -> redis.Redis:
-    return redis.Redis.from_url(
-        settings.REDIS_URL, socket_timeout=5, socket_connect_timeout=2, health_check_interval=10
-    )
+    pool = redis.BlockingConnectionPool.from_url(settings.REDIS_URL, socket_timeout=5, **_pool_options())
+    return redis.Redis(connection_pool=pool)
 
 
 def async_client() -> aioredis.Redis:
     """A client for the calling event loop's own connection pool."""
-    return aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, health_check_interval=10)
+    return aioredis.Redis(connection_pool=aioredis.BlockingConnectionPool.from_url(settings.REDIS_URL,
+                                                                                 **_pool_options()))
 
 
 def encode(event: dict[str, Any], job_id: int) -> dict[str, str]:

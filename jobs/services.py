@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from . import bus, kinds, permissions
+from . import bus, kinds, permissions, quotas
 from .events import publish
 from .models import ACTIVE, PENDING, Job, JobTransition, Status
 from .queue import enqueue
@@ -39,6 +39,7 @@ def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources:
     kinds.get(kind)  # an unknown kind is a programming error, not a user's
     refuse_without_permission(owner, kind, params)
     with transaction.atomic():
+        refuse_over_quota(owner)
         job = Job.objects.create(kind=kind, name=name, group=group, notes=notes, owner=owner,
                                  params=params, resources=resources)
         # A new job starts with an empty folder, even where a rolled-back
@@ -54,6 +55,11 @@ def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources:
 def refuse_without_permission(owner: User, kind: str, params: dict[str, Any]) -> None:
     if refusal := permissions.missing(owner, kind, params):
         raise ActionError(refusal, status=403)
+
+
+def refuse_over_quota(owner: User) -> None:
+    if refused := quotas.refusal(owner):
+        raise ActionError(*refused)
 
 
 def _announce_and_enqueue(job: Job) -> None:
@@ -96,6 +102,7 @@ def resume(job: Job, user: User) -> Job:
     if not (job.folder / resume_file).is_file():
         raise ActionError(f"The run left no checkpoint ({resume_file}) to resume from; clone it to start again.")
     refuse_without_permission(job.owner, job.kind, job.params)
+    refuse_over_quota(job.owner)
     # A resumed job gets a fresh count of attempts: the ones before ended it.
     if not job.transition(Status.QUEUED, frm=[Status.ABORTED, Status.FAILED],
                           message=f"Resumed by {user.username} from its last checkpoint",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -14,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from trainer import events as eventlog
 
-from . import bus, kinds, resources, serialize, services, sse
+from . import bus, kinds, resources, serialize, services, sse, streamslots
 from .forms import JobEditForm
 from .logfile import tail_lines
 from .models import Job, Status
@@ -155,11 +156,21 @@ async def job_events(request: HttpRequest, job_id: int) -> HttpResponse:
         return JsonResponse({"error": "No such job."}, status=404)
     last = request.headers.get("Last-Event-ID") or request.GET.get("since") or "0"
     after = int(last) if last.isdigit() else 0
-    return sse.event_stream(sse.job_events(job.pk, job.folder, after))
+    return await _stream(request, sse.job_events(job.pk, job.folder, after))
 
 
 async def jobs_events(request: HttpRequest) -> HttpResponse:
     if refused := await sse.signed_in(request):
         return refused
     since = request.headers.get("Last-Event-ID") or request.GET.get("since") or None
-    return sse.event_stream(sse.jobs_events(since, detailed=request.GET.get("detail") == "resources"))
+    return await _stream(request, sse.jobs_events(since, detailed=request.GET.get("detail") == "resources"))
+
+
+async def _stream(request: HttpRequest, stream) -> HttpResponse:
+    """The stream, within the user's share of live streams (429 beyond it)."""
+    user = await request.auser()
+    slot = streamslots.take(user.pk, settings.SSE_STREAMS_PER_USER)
+    if slot is None:
+        return JsonResponse({"error": f"{user.username} has {settings.SSE_STREAMS_PER_USER} live event streams open, "
+                                      "the most a user may; close some pages."}, status=429)
+    return sse.event_stream(streamslots.holding(slot, stream))

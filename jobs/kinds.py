@@ -62,7 +62,8 @@ class JobKind:
     # The file, relative to the job folder, that an aborted or failed run
     # leaves to carry on from; empty for a kind that cannot resume.
     resume_file: str = ""
-    # The jobs that use this one, which may not be deleted from under them.
+    # The jobs that use this one; deleting it tells each of them
+    # (``Job.lost_dependencies``), and they can no longer run.
     dependents: Callable[[Job], Iterable[Job]] | None = None
     # The permission ("app_label.codename") a job of these params needs its
     # owner to hold, if any: checked when it is submitted, cloned or resumed

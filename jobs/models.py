@@ -67,6 +67,10 @@ class Job(models.Model):
     worker = models.CharField(max_length=64, blank=True)
     attempt = models.PositiveIntegerField(default=0)
     abort_requested = models.BooleanField(default=False)
+    # The jobs this one used that were deleted (``services.delete`` records
+    # them from the deleted job's ``JobKind.dependents``):
+    # [{"id": 12, "label": "Dataset", "name": "digits", "by": "alice"}].
+    lost_dependencies = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -133,6 +137,11 @@ class Job(models.Model):
             status__in=PENDING, resources__device=self.device_class, queued_at__lt=self.queued_at
         ).count()
         return ahead + 1
+
+    def lost_dependency_notices(self) -> list[str]:
+        """What the job's page says of each job it used that was deleted."""
+        return [f"Its {lost['label'].lower()} “{lost['name']}” (#{lost['id']}) was deleted by {lost['by']}."
+                for lost in self.lost_dependencies]
 
     def delete_with_folder(self) -> None:
         folder = self.folder

@@ -53,6 +53,10 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
     )
     if not claimed:
         return  # a duplicated delivery, or aborted while queued
+    if job.lost_dependencies:
+        message = " ".join(job.lost_dependency_notices()) + " The job cannot run without it."
+        job.transition(Status.FAILED, frm=[Status.WAITING], message=message, error=message)
+        return
     if refusal := permissions.missing(job.owner, job.kind, job.params):  # revoked since it was queued
         job.transition(Status.FAILED, frm=[Status.WAITING], message=refusal, error=refusal)
         return

@@ -101,6 +101,7 @@ def resume(job: Job, user: User) -> Job:
         raise ActionError(f"The job is {job.get_status_display().lower()}; only an aborted or failed job can be resumed.")
     if not (job.folder / resume_file).is_file():
         raise ActionError(f"The run left no checkpoint ({resume_file}) to resume from; clone it to start again.")
+    refuse_if_lost_dependencies(job, "resumed")
     refuse_without_permission(job.owner, job.kind, job.params)
     refuse_over_quota(job.owner)
     # A resumed job gets a fresh count of attempts: the ones before ended it.
@@ -116,33 +117,44 @@ def clone(job: Job, user: User) -> Job:
     """A new job with the same settings, owned by whoever clones it (the
     owner or staff)."""
     require_change(job, user)
+    refuse_if_lost_dependencies(job, "cloned")
     return submit(user, job.kind, f"{job.name} (clone)", dict(job.params), dict(job.resources),
                   group=job.group, notes=job.notes)
 
 
 def delete(job: Job, user: User) -> None:
+    """Delete a finished job and its folder. The jobs that use it
+    (``JobKind.dependents``) are told: each records the loss, which its page
+    shows and which stops it from being resumed, cloned or started."""
     require_change(job, user)
     if job.status in ACTIVE:
         raise ActionError("The job is still active; abort it before deleting it.")
-    _refuse_if_used(job)
+    kind = kinds.find(job.kind)
+    dependents = list(kind.dependents(job)) if kind and kind.dependents else []
+    lost = {"id": job.pk, "label": kind.label if kind else "job", "name": job.name, "by": user.username}
     job_id = job.pk
     job.delete_with_folder()
     bus.forget(job_id)
+    for dependent in dependents:
+        _tell_lost(dependent, lost)
+
+
+def _tell_lost(dependent: Job, lost: dict[str, Any]) -> None:
+    with transaction.atomic():
+        dependent = Job.objects.select_for_update().get(pk=dependent.pk)
+        dependent.lost_dependencies = [*dependent.lost_dependencies, lost]
+        dependent.save(update_fields=["lost_dependencies"])
+    publish(dependent, "dependency_deleted", {**lost, "message": dependent.lost_dependency_notices()[-1]})
+
+
+def refuse_if_lost_dependencies(job: Job, action: str) -> None:
+    if job.lost_dependencies:
+        raise ActionError(f"{' '.join(job.lost_dependency_notices())} The job cannot be {action}.")
 
 
 def _label(job: Job) -> str:
     kind = kinds.find(job.kind)
     return kind.label.lower() if kind else "job"
-
-
-def _refuse_if_used(job: Job) -> None:
-    """Refuse to delete a job that others use (``JobKind.dependents``)."""
-    kind = kinds.find(job.kind)
-    users = list(kind.dependents(job)) if kind and kind.dependents else []
-    if not users:
-        return
-    names = ", ".join(f"“{u.name}” (#{u.pk})" for u in users[:5])
-    raise ActionError(f"This {_label(job)} is used by {len(users)} job(s): {names}. Delete them first.")
 
 
 def update(job: Job, user: User, changes: dict[str, str]) -> Job:

@@ -47,11 +47,7 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
     job = Job.objects.filter(pk=job_id).first()
     if job is None:
         return
-    claimed = job.transition(
-        Status.WAITING, frm=[Status.QUEUED], message=f"Claimed by worker {worker.host}",
-        worker=worker.id, attempt=F("attempt") + 1,
-    )
-    if not claimed:
+    if not claim(job, worker):
         return  # a duplicated delivery, or aborted while queued
     if job.lost_dependencies:
         message = " ".join(job.lost_dependency_notices()) + " The job cannot run without it."
@@ -64,13 +60,23 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
     if devices is None:
         return
     try:
-        held = {"host": worker.host, "devices": devices}
-        label = ", ".join(devices)
-        if job.transition(Status.RUNNING, frm=[Status.WAITING], message=f"Running on {worker.host}: {label}",
-                          held=held, started_at=timezone.now()):
+        if start(job, worker, devices):
             finish(job, supervise(job, launch(job, devices)))
     finally:
         leases.release(worker.host, devices, job.pk)
+
+
+def claim(job: Job, worker: WorkerInfo) -> bool:
+    """Take a queued job for this worker: True for one caller only."""
+    return job.transition(Status.WAITING, frm=[Status.QUEUED], message=f"Claimed by worker {worker.host}",
+                          worker=worker.id, attempt=F("attempt") + 1)
+
+
+def start(job: Job, worker: WorkerInfo, devices: list[str]) -> bool:
+    """Mark the job running on the devices it leased, if it is still this worker's."""
+    return job.transition(Status.RUNNING, frm=[Status.WAITING], expect={"worker": worker.id},
+                          message=f"Running on {worker.host}: {', '.join(devices)}",
+                          held={"host": worker.host, "devices": devices}, started_at=timezone.now())
 
 
 def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | None:
@@ -86,13 +92,26 @@ def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | None:
             return None
         if not _older_job_waiting(job, worker):
             try:
-                taken = leases.acquire(worker.host, candidates, count, job.pk)
+                taken = take_devices(job, worker, candidates, count)
             except redis.RedisError as exc:
                 log.warning("cannot lease devices for job %s yet: %s", job.pk, exc)
                 taken = None
             if taken:
                 return taken
         time.sleep(WAIT_POLL_SECONDS)
+
+
+def take_devices(job: Job, worker: WorkerInfo, candidates: list[str], count: int) -> list[str] | None:
+    """Lease ``count`` of the candidates, never one that a running job on
+    this host holds by the database's record: Redis may have lost its lease
+    (restarted without its data, or the lease expired under a late heartbeat)."""
+    busy = devices_in_use(worker.host)
+    return leases.acquire(worker.host, [d for d in candidates if d not in busy], count, job.pk)
+
+
+def devices_in_use(host: str) -> set[str]:
+    held = Job.objects.filter(status=Status.RUNNING, held__host=host).values_list("held", flat=True)
+    return {device for record in held for device in record.get("devices", [])}
 
 
 def _older_job_waiting(job: Job, worker: WorkerInfo) -> bool:

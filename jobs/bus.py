@@ -23,6 +23,8 @@ from django.conf import settings
 
 from trainer import events as eventlog
 
+from . import eventseek
+
 log = logging.getLogger(__name__)
 
 STREAM_MAXLEN = 20_000
@@ -103,25 +105,32 @@ class Forwarder:
         self.skip_through = 0
 
     def _sync_start(self) -> None:
-        """Note what the stream already has, so a new Forwarder sends only the rest."""
+        """Note what the stream already has, so a new Forwarder sends only the
+        rest; one that has read nothing yet starts reading after it."""
         last = client().xrevrange(job_stream(self.job_id), count=1)
         self.skip_through = int(last[0][1][b"seq"]) if last else 0
         self.synced = True
+        self.pending = [e for e in self.pending if e["seq"] > self.skip_through]
+        if self.reader.offset == 0:
+            self.reader.offset = eventseek.offset_after(self.reader.path.parent, self.skip_through)
 
     def forward(self) -> list[dict[str, Any]]:
-        """Return the events the file gained since the last call, and send
-        them with any that could not be sent before."""
-        fresh = self.reader.read()
-        self.pending.extend(fresh)
+        """Return the events the file gained since the last call (a new
+        Forwarder: since what the stream has), and send them with any that
+        could not be sent before."""
         try:
             if not self.synced:
                 self._sync_start()
-                self.pending = [e for e in self.pending if e["seq"] > self.skip_through]
-            if self.pending:
-                self._send(self.pending)
-                self.pending = []
         except redis.RedisError as exc:
             log.warning("event bus unavailable, job %s events wait in its file: %s", self.job_id, exc)
+        fresh = self.reader.read()
+        self.pending.extend(fresh)
+        if self.synced and self.pending:
+            try:
+                self._send(self.pending)
+                self.pending = []
+            except redis.RedisError as exc:
+                log.warning("event bus unavailable, job %s events wait in its file: %s", self.job_id, exc)
         return fresh
 
     def _send(self, events: list[dict[str, Any]]) -> None:

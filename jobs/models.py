@@ -111,9 +111,10 @@ class Job(models.Model):
             updated = Job.objects.filter(pk=self.pk, status__in=list(frm), **(expect or {})).update(status=to, **fields)
             if not updated:
                 return False
-            JobTransition.objects.create(job_id=self.pk, status=to, at=now, message=message)
+            recorded = JobTransition.objects.create(job_id=self.pk, status=to, at=now, message=message)
         self.refresh_from_db()
-        publish(self, "status", {"status": to, "message": message, "progress": self.progress})
+        publish(self, "status", {"status": to, "message": message, "progress": self.progress,
+                                 "transition": recorded.pk})
         return True
 
     def elapsed_seconds(self) -> float | None:

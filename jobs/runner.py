@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from trainer import events as eventlog
 
-from . import kinds, leases, permissions
+from . import eventseek, kinds, leases, permissions
 from .bus import Forwarder
 from .logfile import LogTail, tail_lines
 from .models import Job, Status
@@ -39,6 +39,8 @@ RELAY_POLL_SECONDS = 0.1
 ABORT_POLL_SECONDS = 0.5
 PROGRESS_WRITE_SECONDS = 1.0
 LOG_LINES_PER_EVENT = 200
+# The last events searched for the job's own error: it is among the last it wrote.
+FAILURE_EVENTS = 1000
 # Parts of the names of environment variables kept from job processes.
 SECRET_MARKERS = ("SECRET", "PASSWORD", "PASSWD", "TOKEN", "CREDENTIAL", "_KEY", "_URL", "DSN", "AUTH")
 
@@ -217,7 +219,7 @@ def _signal_name(signum: int) -> str:
 
 def failure_message(job: Job, code: int) -> str:
     """The job's own error event if it wrote one, else its exit code and last log lines."""
-    errors = [e for e in eventlog.read_all(job.folder) if e["kind"] == "error"]
+    errors = [e for e in eventseek.tail(job.folder, FAILURE_EVENTS) if e["kind"] == "error"]
     if errors:
         return str(errors[-1]["data"]["message"])
     tail = tail_lines(job.folder / "log.txt", 10)

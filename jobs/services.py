@@ -47,8 +47,8 @@ def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources:
         shutil.rmtree(job.folder, ignore_errors=True)
         if prepare:
             prepare(job)
-        JobTransition.objects.create(job=job, status=Status.QUEUED, message="Submitted")
-        transaction.on_commit(lambda: _announce_and_enqueue(job))
+        submitted = JobTransition.objects.create(job=job, status=Status.QUEUED, message="Submitted")
+        transaction.on_commit(lambda: _announce_and_enqueue(job, submitted))
     return job
 
 
@@ -62,9 +62,10 @@ def refuse_over_quota(owner: User) -> None:
         raise ActionError(*refused)
 
 
-def _announce_and_enqueue(job: Job) -> None:
+def _announce_and_enqueue(job: Job, submitted: JobTransition) -> None:
     bus.forget(job.pk)
-    publish(job, "status", {"status": Status.QUEUED, "message": "Submitted", "progress": 0.0})
+    publish(job, "status", {"status": Status.QUEUED, "message": "Submitted", "progress": 0.0,
+                            "transition": submitted.pk})
     enqueue(job)
 
 

@@ -82,6 +82,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "accounts.middleware.TokenAuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "jobs.middleware.ActionErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out sign-in into its page.
@@ -244,6 +245,16 @@ WORKER_DEAD_AFTER_SECONDS = env_float("WORKER_DEAD_AFTER_SECONDS", 15.0)
 JOB_KINDS_MODULES = env_list("JOB_KINDS_MODULES", [])
 # Device slots a worker without GPUs offers for CPU jobs.
 CPU_SLOTS = env_int("CPU_SLOTS", 1, minimum=1)
+
+# Per user: jobs queued or running at once (0: no limit; at least a full
+# sweep), and the bytes their job folders may hold (0: no limit).
+JOB_QUOTA_ACTIVE = env_int("JOB_QUOTA_ACTIVE", 100, minimum=0)
+DISK_QUOTA_BYTES = env_int("DISK_QUOTA_BYTES", 0, minimum=0)
+# Live event streams a user may hold open at once in one web process.
+SSE_STREAMS_PER_USER = env_int("SSE_STREAMS_PER_USER", 20, minimum=1)
+# Connections each process's Redis pool may open; a stream that finds none
+# free within a few seconds reads its job's file instead.
+REDIS_MAX_CONNECTIONS = env_int("REDIS_MAX_CONNECTIONS", 256, minimum=4)
 
 # Datasets.
 # Server folders that dataset imports may read (the folder browser shows only these).

@@ -67,8 +67,14 @@ class JobKind:
     # The file, relative to the job folder, that an aborted or failed run
     # leaves to carry on from; empty for a kind that cannot resume.
     resume_file: str = ""
-    # The jobs that use this one, which may not be deleted from under them.
+    # The jobs that use this one; deleting it tells each of them
+    # (``Job.lost_dependencies``), and they can no longer run.
     dependents: Callable[[Job], Iterable[Job]] | None = None
+    # The permission ("app_label.codename") a job of these params needs its
+    # owner to hold, if any: checked when it is submitted, cloned or resumed
+    # and again when a worker starts it, so revoking it stops the owner's
+    # jobs that have not started yet.
+    required_permission: Callable[[dict[str, Any]], str | None] | None = None
     # What the kind adds to a job's summary (the lists and the home page).
     summary_extra: Callable[[Job], dict[str, Any]] | None = None
     # The job's settings as users may see them, in the API and on the page:

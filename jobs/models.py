@@ -35,6 +35,9 @@ class Status(models.TextChoices):
     ABORTED = "aborted", "Aborted"
 
 
+# Shown wherever the permission is granted (the admin's user and group pages).
+RUN_CODE_NAME = "May run custom Python network code, with all the rights of the server's account"
+
 TERMINAL = (Status.DONE, Status.FAILED, Status.ABORTED)
 PENDING = (Status.QUEUED, Status.WAITING)
 ACTIVE = (Status.QUEUED, Status.WAITING, Status.RUNNING)
@@ -64,10 +67,14 @@ class Job(models.Model):
     worker = models.CharField(max_length=64, blank=True)
     attempt = models.PositiveIntegerField(default=0)
     abort_requested = models.BooleanField(default=False)
+    # The jobs this one used that were deleted (``services.delete`` records
+    # them from the deleted job's ``JobKind.dependents``):
+    # [{"id": 12, "label": "Dataset", "name": "digits", "by": "alice"}].
+    lost_dependencies = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        permissions = [("run_code", "May run custom Python network code")]
+        permissions = [("run_code", RUN_CODE_NAME)]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.kind} #{self.pk})"
@@ -104,9 +111,10 @@ class Job(models.Model):
             updated = Job.objects.filter(pk=self.pk, status__in=list(frm), **(expect or {})).update(status=to, **fields)
             if not updated:
                 return False
-            JobTransition.objects.create(job_id=self.pk, status=to, at=now, message=message)
+            recorded = JobTransition.objects.create(job_id=self.pk, status=to, at=now, message=message)
         self.refresh_from_db()
-        publish(self, "status", {"status": to, "message": message, "progress": self.progress})
+        publish(self, "status", {"status": to, "message": message, "progress": self.progress,
+                                 "transition": recorded.pk})
         return True
 
     def elapsed_seconds(self) -> float | None:
@@ -130,6 +138,11 @@ class Job(models.Model):
             status__in=PENDING, resources__device=self.device_class, queued_at__lt=self.queued_at
         ).count()
         return ahead + 1
+
+    def lost_dependency_notices(self) -> list[str]:
+        """What the job's page says of each job it used that was deleted."""
+        return [f"Its {lost['label'].lower()} “{lost['name']}” (#{lost['id']}) was deleted by {lost['by']}."
+                for lost in self.lost_dependencies]
 
     def delete_with_folder(self) -> None:
         folder = self.folder

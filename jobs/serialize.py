@@ -55,6 +55,7 @@ def job_detail(job: Job) -> dict[str, Any]:
         "attempt": job.attempt,
         "abort_requested": job.abort_requested,
         "error": job.error,
+        "lost_dependencies": job.lost_dependency_notices(),
         "resumable": services.resumable(job),
         "history": [transition(t) for t in job.transitions.all()],
     }

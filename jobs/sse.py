@@ -1,7 +1,8 @@
 """Server-Sent Events: one stream per page.
 
 - a job's page: the job's events, first its history from ``events.jsonl``
-  (after ``Last-Event-ID`` or ``?since=``), then live from its Redis stream;
+  (after ``Last-Event-ID`` or ``?since=``, read from where those begin),
+  then live from its Redis stream;
   each event's SSE id is its ``seq``, so a reconnecting browser misses none;
 - list pages: the status and progress of every job, from the shared stream,
   with Redis stream ids as SSE ids;
@@ -27,9 +28,8 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 
 from digitslike.api import error
-from trainer import events as eventlog
 
-from . import bus, resources
+from . import bus, eventseek, resources
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ async def _stream_end(stream: str) -> str:
 async def job_events(job_id: int, folder: Path, after_seq: int) -> AsyncIterator[str]:
     stream = bus.job_stream(job_id)
     extras = Extras()
-    reader = eventlog.Reader(folder, after_seq)
+    reader = eventseek.reader_after(folder, after_seq)  # reads only the events after it
     position: str | None = None
     yield "retry: 1000\n\n"
     while True:

@@ -40,8 +40,13 @@ def beat(info: WorkerInfo) -> None:
         defaults={"hostname": info.host, "devices": info.devices, "last_seen": timezone.now()},
         create_defaults={"hostname": info.host, "devices": info.devices, "pid": os.getpid(), "queues": _queues()},
     )
+    refresh_leases(info)
+
+
+def refresh_leases(info: WorkerInfo) -> None:
     for job in Job.objects.filter(worker=info.id, status=Status.RUNNING):
-        leases.refresh(info.host, job.held.get("devices", []), job.pk)
+        if taken := leases.refresh(info.host, job.held.get("devices", []), job.pk):
+            log.error("job %s runs on %s, which another job has leased", job.pk, ", ".join(taken))
 
 
 def _queues() -> list[str]:

@@ -198,7 +198,7 @@ def test_text_lists_with_a_prefix_and_labels(client, roots, worker):
     assert any("not 'path label'" in r for r in reasons)
 
 
-def test_the_dataset_page_gallery_and_delete_refusal(client, roots, worker, alice):
+def test_the_dataset_page_gallery_and_deleting_a_dataset_a_model_uses(client, roots, worker, alice):
     class_folders(roots / "s", {"red": 3, "blue": 3})
     job = built(create(client, source="folder", train_folder=str(roots / "s"), width=4, height=4,
                        val_percent=0).json()["id"])
@@ -213,11 +213,10 @@ def test_the_dataset_page_gallery_and_delete_refusal(client, roots, worker, alic
 
     model = Job.objects.create(kind="sleep", name="uses it", owner=alice, params={"dataset": job.pk},
                                status=Status.DONE)
-    refused = client.delete(f"/api/jobs/{job.pk}")
-    assert refused.status_code == 409 and "used by 1 job(s): “uses it”" in refused.json()["error"]
-    model.delete()
     assert client.delete(f"/api/jobs/{job.pk}").status_code == 204
     assert not job.folder.exists()
+    model.refresh_from_db()
+    assert model.lost_dependency_notices() == [f"Its dataset “{job.name}” (#{job.pk}) was deleted by alice."]
 
 
 def test_the_resize_preview(client, roots):

@@ -287,7 +287,8 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
         if self.may_run_code:
             return False
         self.add_error(field, "Only users allowed to run code may train a network written in Python; "
-                              "ask an administrator for the permission “May run custom Python network code”.")
+                              "ask an administrator for the permission “May run custom Python network code, "
+                              "with all the rights of the server's account”.")
         return True
 
     def _syntax_error(self, text: str) -> bool:

@@ -36,9 +36,13 @@ on("status", (event) => {
     box.textContent = message;
     box.hidden = false;
   }
-  const time = new Date(event.t * 1000).toISOString().replace("T", " ").slice(0, 19);
-  document.getElementById("history").append(
-    el("li", {}, el("strong", {}, statusLabel(status)), " ", el("time", {}, time), message ? ` — ${message}` : ""));
+  // The page lists the transitions the database had; one of those may come again here.
+  const shown = [...document.querySelectorAll("#history [data-transition]")].map((li) => li.dataset.transition);
+  if (!shown.includes(String(event.data.transition))) {
+    const time = new Date(event.t * 1000).toISOString().replace("T", " ").slice(0, 19);
+    document.getElementById("history").append(el("li", { dataset: { transition: event.data.transition ?? "" } },
+      el("strong", {}, statusLabel(status)), " ", el("time", {}, time), message ? ` — ${message}` : ""));
+  }
   showStatus();
   showProgress();
 });

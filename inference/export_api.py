@@ -34,4 +34,4 @@ def export(request: HttpRequest, model_id: int) -> JsonResponse:
 
 @api("GET")
 def archive(request: HttpRequest, job_id: int) -> FileResponse:
-    return archive_response(job_id)
+    return archive_response(request, job_id)

@@ -28,7 +28,7 @@ def export_model(request: HttpRequest, model_id: int) -> HttpResponse:
     return redirect("job", job.pk)
 
 
-def archive_response(job_id: int) -> FileResponse:
+def archive_response(request: HttpRequest, job_id: int) -> FileResponse:
     """The export job's archive as a zip download, read asynchronously; 404 until it is made."""
     job = get_object_or_404(Job, pk=job_id, kind=exports.KIND)
     path = exports.archive_path(job)
@@ -36,9 +36,9 @@ def archive_response(job_id: int) -> FileResponse:
         raise Http404("The export has no archive (yet).")
     response = FileResponse(open(path, "rb"), content_type="application/zip", as_attachment=True,
                             filename=exports.download_name(job))
-    return streamed_asynchronously(response)
+    return streamed_asynchronously(request, response)
 
 
 @login_required
 def archive(request: HttpRequest, job_id: int) -> FileResponse:
-    return archive_response(job_id)
+    return archive_response(request, job_id)

@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from digitslike.files import streamed_asynchronously
 from jobs.models import Job
 from trainer.evaluation_files import CSV, REPORT, RESULTS
 
@@ -94,8 +95,8 @@ def download(request: HttpRequest, job_id: int, what: str) -> FileResponse:
     path = results.folder(job) / name
     if not path.is_file():
         raise Http404("The evaluation has no results yet.")
-    return FileResponse(open(path, "rb"), content_type=content_type, as_attachment=True,
-                        filename=f"evaluation-{job.pk}-{name}")
+    return streamed_asynchronously(request, FileResponse(open(path, "rb"), content_type=content_type,
+                                                         as_attachment=True, filename=f"evaluation-{job.pk}-{name}"))
 
 
 def page_context(job: Job) -> dict[str, Any]:

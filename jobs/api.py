@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
 from digitslike.api import ActionError, BadRequest, api, json_body
+from trainer import jobfiles
 
 from . import kinds, resources, serialize, services
 from .forms import JobEditForm
@@ -103,7 +104,7 @@ def log(request: HttpRequest, job_id: int) -> JsonResponse:
         count = min(int(request.GET.get("lines", 200)), MAX_LOG_LINES)
     except ValueError:
         raise BadRequest({"lines": ["Give a whole number of lines."]}) from None
-    return JsonResponse({"lines": tail_lines(found.folder / "log.txt", count)})
+    return JsonResponse({"lines": tail_lines(found.folder / jobfiles.LOG, count)})
 
 
 @api("GET")

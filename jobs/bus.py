@@ -111,8 +111,8 @@ class Forwarder:
         self.skip_through = int(last[0][1][b"seq"]) if last else 0
         self.synced = True
         self.pending = [e for e in self.pending if e["seq"] > self.skip_through]
-        if self.reader.offset == 0:
-            self.reader.offset = eventseek.offset_after(self.reader.path.parent, self.skip_through)
+        if self.reader.tail.offset == 0:
+            self.reader.tail.offset = eventseek.offset_after(self.reader.tail.path.parent, self.skip_through)
 
     def forward(self) -> list[dict[str, Any]]:
         """Return the events the file gained since the last call (a new

@@ -60,7 +60,7 @@ def offset_after(folder: Path, seq: int) -> int:
 def reader_after(folder: Path, seq: int) -> eventlog.Reader:
     """A reader of the events after ``seq``, starting where they begin."""
     reader = eventlog.Reader(folder, seq)
-    reader.offset = offset_after(folder, seq)
+    reader.tail.offset = offset_after(folder, seq)
     return reader
 
 

@@ -23,6 +23,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from trainer import events as eventlog
+from trainer import jobfiles
 
 from . import eventseek, kinds, leases, permissions
 from .bus import Forwarder
@@ -132,7 +133,7 @@ def launch(job: Job, devices: list[str]) -> subprocess.Popen:
     env["CUDA_VISIBLE_DEVICES"] = ",".join(d.removeprefix("gpu") for d in devices if d.startswith("gpu"))
     command = kinds.get(job.kind).command(job)
     argv = [sys.executable, str(PROCGROUP), str(os.getpid()), str(settings.JOB_ABORT_GRACE_SECONDS), "--", *command]
-    with open(folder / "log.txt", "ab") as log_file:
+    with open(folder / jobfiles.LOG, "ab") as log_file:
         return subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 cwd=folder, env=env, start_new_session=True)
 
@@ -149,7 +150,7 @@ def supervise(job: Job, process: subprocess.Popen) -> int:
     """Relay the job's log and events until its process group ends; pass on
     an abort. Returns the exit code."""
     forwarder = Forwarder(job.pk, job.folder)
-    log_tail = LogTail(job.folder / "log.txt")
+    log_tail = LogTail(job.folder / jobfiles.LOG)
     progress_written = job.progress
     last_progress_write = last_abort_check = 0.0
     abort_sent = False
@@ -222,5 +223,5 @@ def failure_message(job: Job, code: int) -> str:
     errors = [e for e in eventseek.tail(job.folder, FAILURE_EVENTS) if e["kind"] == "error"]
     if errors:
         return str(errors[-1]["data"]["message"])
-    tail = tail_lines(job.folder / "log.txt", 10)
+    tail = tail_lines(job.folder / jobfiles.LOG, 10)
     return f"The job's process exited with code {code}." + ("\n" + "\n".join(tail) if tail else "")

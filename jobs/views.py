@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from digitslike.api import ActionError, error
+from trainer import jobfiles
 
 from . import bus, eventseek, kinds, resources, serialize, services, sse, streamslots
 from .forms import JobEditForm
@@ -57,7 +58,7 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
         "job": job,
         "detail": serialize.job_detail(job),
         "can_change": job.can_change(request.user),
-        "log_lines": tail_lines(job.folder / "log.txt", LOG_TAIL_LINES),
+        "log_lines": tail_lines(job.folder / jobfiles.LOG, LOG_TAIL_LINES),
         # The page's stream starts after the file's last event, found from
         # its end, so a long job's page opens as fast as a new one's.
         "since": eventseek.last_seq(job.folder),

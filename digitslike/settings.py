@@ -256,6 +256,13 @@ SSE_STREAMS_PER_USER = env_int("SSE_STREAMS_PER_USER", 20, minimum=1)
 # free within a few seconds reads its job's file instead.
 REDIS_MAX_CONNECTIONS = env_int("REDIS_MAX_CONNECTIONS", 256, minimum=4)
 
+# Visualize and Customize build networks in a child process: its address
+# space (torch alone takes about 4 GiB of it), the most parameters it builds,
+# and how many may run at once in each web process.
+INSPECT_MEMORY_BYTES = env_int("INSPECT_MEMORY_BYTES", 8 * 1024**3, minimum=5 * 1024**3)
+INSPECT_MAX_PARAMS = env_int("INSPECT_MAX_PARAMS", 500_000_000, minimum=1)
+INSPECT_CONCURRENCY = env_int("INSPECT_CONCURRENCY", 2, minimum=1)
+
 # Datasets.
 # Server folders that dataset imports may read (the folder browser shows only these).
 DATASET_ROOTS = [str(Path(p).expanduser().resolve()) for p in env_list("DATASET_ROOTS", [])] or [str(DATA_DIR / "imports")]

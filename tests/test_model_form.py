@@ -298,6 +298,22 @@ def test_visualize_lists_the_layers_for_the_datasets_images_or_says_why_not(alic
     bad = visualize({"source": "layers", "text": "- conv: {kernel: 5}"})
     assert bad.status_code == 400 and "missing argument 'out'" in bad.json()["error"]
     assert "must be a whole number that fits" in visualize({"source": "standard", "name": "lenet"}, crop=29).json()["error"]
+
+
+def test_visualize_builds_no_network_past_its_limits(alice, digits, settings):
+    client = signed_in(alice)
+
+    def visualize(text):
+        return client.post("/models/visualize", json.dumps({"network": {"source": "layers", "text": text},
+                                                              "dataset": digits.pk}), content_type="application/json")
+
+    settings.INSPECT_MAX_PARAMS = 10_000
+    many = visualize("- flatten\n- linear: {out: 4096}\n- linear: {out: classes}")
+    assert many.status_code == 400 and "more than the 10,000 that Visualize builds" in many.json()["error"]
+    settings.INSPECT_MAX_PARAMS = 10**12
+    settings.INSPECT_MEMORY_BYTES = 5 * 1024**3  # torch takes about 4 GiB of address space by itself
+    huge = visualize("- flatten\n- linear: {out: 200000}\n- linear: {out: 4096}\n- linear: {out: classes}")
+    assert huge.status_code == 400 and "more memory than Visualize may use" in huge.json()["error"], huge.json()
     no_data = client.post("/models/visualize", json.dumps({"network": {"source": "standard", "name": "lenet"}}),
                           content_type="application/json")
     assert no_data.status_code == 400 and no_data.json()["error"].startswith("Choose a dataset first")

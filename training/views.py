@@ -99,7 +99,10 @@ def customize(request: HttpRequest) -> JsonResponse:
     known = catalog.networks()
     if name not in known:
         return error(f"Unknown standard network {name!r}; known: {', '.join(known)}.", 400)
-    return JsonResponse(catalog.customize(name))
+    try:
+        return JsonResponse(catalog.customize(name))
+    except catalog.Busy as exc:
+        return error(str(exc), 429)
 
 
 @login_required
@@ -129,7 +132,7 @@ def visualize(request: HttpRequest) -> JsonResponse:
     classes = len(info["classes"])
     answer = catalog.inspect(network, channels, classes, height, width)
     if not answer.get("ok"):
-        return error(answer.get("error") or "The network does not build.", 400)
+        return error(answer.get("error") or "The network does not build.", 429 if answer.get("busy") else 400)
     return JsonResponse({"summary": answer["summary"], "input": [channels, height, width], "classes": classes,
                          "dataset": dataset.pk})
 

@@ -26,6 +26,24 @@ def count() -> int:
     return pynvml.nvmlDeviceGetCount()
 
 
+def mig_enabled(index: int) -> bool:
+    """Whether GPU ``index`` is split into MIG slices (False where the board has no MIG)."""
+    try:
+        current, _pending = pynvml.nvmlDeviceGetMigMode(pynvml.nvmlDeviceGetHandleByIndex(index))
+    except pynvml.NVMLError:  # NotSupported: a board without MIG
+        return False
+    return current == pynvml.NVML_DEVICE_MIG_ENABLE
+
+
+def safe_reading(index: int) -> dict[str, Any]:
+    """``reading(index)``, or the index and NVML's error when it fails (a
+    board fallen off the bus, a driver reloaded): a reading is never worth a job."""
+    try:
+        return reading(index)
+    except pynvml.NVMLError as exc:
+        return {"index": index, "error": str(exc)}
+
+
 def reading(index: int) -> dict[str, Any]:
     """Name, memory, utilisation, temperature and power of GPU ``index``;
     a sensor the board does not report reads None."""

@@ -551,13 +551,14 @@ def report_failure(job_dir: Path, message: str, own: bool, earlier: events.Reade
     """Log a process's failure and make it the job's error unless another
     process of the run reported first: a process that fails alone ends the
     others' collectives, and theirs ("connection closed by peer") would hide
-    the cause. ``own``: a failure of this process alone (the others fail alike
-    on a ``TrainingError``), named with its rank."""
+    the cause. ``own``: a failure of this process alone, named with its rank;
+    the others (a ``TrainingError``) every process meets alike, and the main
+    one reports."""
     rank, world_size = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     if world_size > 1 and own:
         message = f"Process {rank} of {world_size}: {message}"
     print(message, file=sys.stderr, flush=True)
-    if not any(e["kind"] == eventkinds.ERROR for e in earlier.read()):
+    if (own or rank == 0) and not any(e["kind"] == eventkinds.ERROR for e in earlier.read()):
         events.append(job_dir, eventkinds.ERROR, {"message": message})
 
 

@@ -326,7 +326,8 @@ class Run:
                 solvers.set_lr(self.optimizer, lr_policy_lr)
             loss = self.step(x, y, accumulation, update, collect=epoch_now >= p.next_val - 1e-9)
             loss_sum += loss
-            self.unchecked_loss += loss
+            if self.place.distributed:  # one process checks its loss at its reports
+                self.unchecked_loss += loss
             if self.profile.active and (report := self.profile.step_done()):
                 self.emit(eventkinds.PROFILE, report)
             warming_up, self.warmup_left = self.warmup_left > 0, max(self.warmup_left - 1, 0)
@@ -387,9 +388,9 @@ class Run:
 
     def agree(self) -> bool:
         """Whether the processes stop here (an abort reached any of them);
-        fails them all when the training loss of any was not finite since
-        they last agreed. Every process calls it at the same steps (a
-        collective, and a host-device sync, with several)."""
+        with several, fails them all when the training loss of any was not
+        finite since they last agreed. Every process calls it at the same
+        steps (a collective, and a host-device sync, with several)."""
         if not self.place.distributed:
             self.stopping = self.stop_requested
             return self.stopping

@@ -438,12 +438,44 @@ def test_both_processes_validate_with_the_same_batchnorm_statistics(tmp_path, ba
     assert torch.equal(first, second), (first, second)
 
 
+# LeNet that saves its first layer's gradient as this process has it at the
+# first forward that finds one: the second batch of an accumulation, whose
+# first batch's gradient DDP's no_sync keeps local (so it differs by process).
+GRADIENT_RECORDING = """
+import os
+import torch.distributed as dist
+
+class Recording(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    @torch.compiler.disable
+    def record(self):
+        grad = next(self.inner.parameters()).grad
+        if grad is not None and not os.path.exists(f"grad-{dist.get_rank()}.pt"):
+            torch.save(grad.clone(), f"grad-{dist.get_rank()}.pt")
+
+    def forward(self, x):
+        if self.training:
+            self.record()
+        return self.inner(x)
+
+def build(channels, classes, height, width):
+    from trainer.networks import build as standard
+    return Recording(standard({"source": "standard", "name": "lenet"}, channels, classes, height, width))
+"""
+
+
 def test_a_compiled_network_accumulates_gradients_under_ddp_as_an_eager_one(tmp_path, bars):
     common = {"epochs": 1, "batch_size": 8, "batch_accumulation": 2, "scale_lr": False, "solver": "momentum",
-              "lr": 0.01}
+              "lr": 0.01, "network": {"source": "python", "text": GRADIENT_RECORDING}}
     eager = job_folder(tmp_path, train_config(bars, **common), "eager")
     compiled = job_folder(tmp_path, train_config(bars, compile=True, **common), "compiled")
     assert train(eager, processes=2) == 0, log_of(eager)
     assert train(compiled, processes=2, timeout=600) == 0, log_of(compiled)
     loss = of_kind(eager, kinds.RESULT)[-1]["final"]["val_loss"]
     assert of_kind(compiled, kinds.RESULT)[-1]["final"]["val_loss"] == pytest.approx(loss, rel=1e-3)
+    for folder in (eager, compiled):
+        first, second = torch.load(folder / "grad-0.pt"), torch.load(folder / "grad-1.pt")
+        assert not torch.equal(first, second), f"{folder.name}: no all-reduce between accumulated batches"

@@ -108,7 +108,6 @@ class Run:
         if self.total_steps == 0:
             raise TrainingError("The training split has fewer images than one batch per process: "
                                 "lower the batch size or use a larger dataset.")
-        self.warmup_left = min(WARMUP_STEPS, self.total_steps // 2)
         self.unchecked_loss = torch.zeros((), device=self.device)  # losses since the processes last agreed
         self.policy = lr_policy.warmup_for(config["lr_policy"], place.world_size, config["scale_lr"])
         self.base_lr = lr_policy.effective_lr(config["lr"], place.world_size, config["scale_lr"])
@@ -292,6 +291,7 @@ class Run:
                 (self.job_dir / jobfiles.NETWORK_SUMMARY).write_text(json.dumps(self.summary))
         self.log(f"training {config['network'].get('name') or config['network']['source']} on {self.device} "
                  f"({self.place.world_size} process(es)), {self.total_steps} steps, lr {self.base_lr:g}")
+        self.warmup_left = min(WARMUP_STEPS, (self.total_steps - self.progress.step) // 2)
         stopped_early = False
         while self.progress.epoch < config["epochs"] and not self.agree():  # each epoch's start: a decision point
             stopped_early = self.train_one_epoch()

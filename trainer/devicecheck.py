@@ -41,6 +41,8 @@ def main(config_path: str) -> int:
     a = torch.randn(size, size, device=device)
     b = torch.randn(size, size, device=device)
     flops_per_matmul = 2.0 * size**3
+    torch.mm(a, b)  # warm-up, untimed: CUDA's and cuBLAS's lazy start
+    _sync(device)
     start = last_report = time.perf_counter()
     matmuls = 0
     while (elapsed := time.perf_counter() - start) < seconds:

@@ -23,6 +23,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from trainer import events as eventlog
+from trainer.gpus import CUDA_NUMBERING
 
 from . import kinds, leases
 from .bus import Forwarder
@@ -99,6 +100,7 @@ def launch(job: Job, devices: list[str]) -> subprocess.Popen:
     (folder / "config.json").write_text(json.dumps(config, indent=2))
     env = {**os.environ, "PYTHONPATH": str(settings.BASE_DIR), "PYTHONUNBUFFERED": "1"}
     env["CUDA_VISIBLE_DEVICES"] = ",".join(d.removeprefix("gpu") for d in devices if d.startswith("gpu"))
+    env.update(CUDA_NUMBERING)  # so that CUDA's device N is the worker's gpuN
     command = kinds.get(job.kind).command(job)
     argv = [sys.executable, str(PROCGROUP), str(os.getpid()), str(settings.JOB_ABORT_GRACE_SECONDS), "--", *command]
     with open(folder / "log.txt", "ab") as log_file:

@@ -25,6 +25,8 @@ from typing import NoReturn
 import torch
 import torch.distributed as dist
 
+from .gpus import CUDA_NUMBERING
+
 # The oldest Linux driver each CUDA major version runs on (NVIDIA's CUDA
 # toolkit release notes, "minor version compatibility").
 MINIMUM_DRIVER = {"12": "525.60.13", "13": "580.65.06"}
@@ -103,7 +105,7 @@ def device_for(devices: list[str], local_rank: int) -> torch.device:
     gpus = [d for d in devices if d.startswith(GPU_PREFIX)]
     if devices and not gpus:
         return torch.device("cpu")
-    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # read when CUDA starts, which is below
+    os.environ.update(CUDA_NUMBERING)  # read when CUDA starts, which is below
     if not gpus and not torch.cuda.is_available():
         return torch.device("cpu")
     problem = cuda_problem(local_rank)

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+# CUDA numbers GPUs fastest first unless told otherwise; NVML (and so the
+# worker's device list, the leases' gpuN and nvidia-smi) in PCI bus order.
+# Every process that uses CUDA for a job runs with this.
+CUDA_NUMBERING = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
 try:
     import pynvml
 except ImportError:  # nvidia-ml-py is in requirements; this guards odd installs

@@ -11,8 +11,20 @@ from trainer import gpus as nvml
 log = logging.getLogger(__name__)
 
 
+# A GPU in MIG mode is listed but not leased: CUDA then sees its slices, not
+# the board, and a job given the board's index would find no device.
+MIG_KIND = "gpu-mig"
+MIG_REFUSED = ("GPU {index} ({name}) is split into MIG slices, which digitslike does not lease; "
+               "turn MIG off to use it (nvidia-smi -i {index} -mig 0).")
+
+
 def _gpu(index: int) -> dict[str, Any]:
-    return {"id": f"gpu{index}", "kind": "gpu", **nvml.reading(index)}
+    reading = nvml.reading(index)
+    if nvml.mig_enabled(index):
+        note = MIG_REFUSED.format(index=index, name=reading["name"])
+        log.warning(note)
+        return {"id": f"gpu{index}", "kind": MIG_KIND, "note": note, **reading}
+    return {"id": f"gpu{index}", "kind": "gpu", **reading}
 
 
 def gpus() -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from trainer import events as eventlog
 from trainer import jobfiles
+from trainer.gpus import CUDA_NUMBERING
 
 from . import eventseek, kinds, leases, permissions
 from .bus import Forwarder
@@ -131,6 +132,7 @@ def launch(job: Job, devices: list[str]) -> subprocess.Popen:
     (folder / "config.json").write_text(json.dumps(config, indent=2))
     env = {**job_environment(), "PYTHONPATH": str(settings.BASE_DIR), "PYTHONUNBUFFERED": "1"}
     env["CUDA_VISIBLE_DEVICES"] = ",".join(d.removeprefix("gpu") for d in devices if d.startswith("gpu"))
+    env.update(CUDA_NUMBERING)  # so that CUDA's device N is the worker's gpuN
     command = kinds.get(job.kind).command(job)
     argv = [sys.executable, str(PROCGROUP), str(os.getpid()), str(settings.JOB_ABORT_GRACE_SECONDS), "--", *command]
     with open(folder / jobfiles.LOG, "ab") as log_file:

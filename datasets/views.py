@@ -50,6 +50,9 @@ def new_dataset(request: HttpRequest) -> HttpResponse:
     return render(request, "datasets/new.html", context, status=400 if request.method == "POST" else 200)
 
 
+PREVIEW_MAX_BYTES = 8 * 2**20
+
+
 @login_required
 @require_POST
 def preview(request: HttpRequest) -> HttpResponse:
@@ -65,14 +68,19 @@ def preview(request: HttpRequest) -> HttpResponse:
     channels = 1 if request.POST.get("image_type") == "grayscale" else 3
     try:
         if "image" in request.FILES:
-            source = request.FILES["image"].read()
+            upload = request.FILES["image"]
+            if upload.size > PREVIEW_MAX_BYTES:
+                return error(f"The preview takes images up to {PREVIEW_MAX_BYTES // 2**20} MiB; choose a smaller one.", 400)
+            # Decoded from the file it was spooled to; a small one is in memory already.
+            source = upload.temporary_file_path() if hasattr(upload, "temporary_file_path") else upload.read()
         elif not request.POST.get("folder"):
             return error("Choose an image, or a training folder first.", 400)
         else:
             source = first_file(Path(listing(request.POST["folder"])["path"]))
             if source is None:
                 return error("That folder holds no files to preview.", 400)
-        pixels = resize(load_image(source, channels), width, height, mode, np.random.default_rng(0))
+        pixels = resize(load_image(source, channels, draft=(width, height), resize_mode=mode), width, height, mode,
+                        np.random.default_rng(0))
     except (OutsideRoots, ImageError) as exc:
         return error(str(exc), 400)
     except ValueError as exc:

@@ -3,10 +3,12 @@ build job, the packed store, the report, the pages."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from PIL import Image
 
@@ -224,14 +226,24 @@ def test_the_resize_preview(client, roots):
     response = client.post("/datasets/preview", {"folder": str(roots / "s"), "width": 3, "height": 5,
                                                  "resize_mode": "crop", "image_type": "color"})
     assert response["Content-Type"] == "image/png"
-    import io
-
     image = Image.open(io.BytesIO(response.content))
     assert image.size == (3, 5) and image.getpixel((1, 2)) == (255, 0, 0)
     refused = client.post("/datasets/preview", {"folder": "/etc", "width": 3, "height": 5})
     assert refused.status_code == 400 and "not inside" in refused.json()["error"]
     nothing = client.post("/datasets/preview", {"folder": "", "width": 3, "height": 5})
     assert nothing.status_code == 400 and "Choose an image" in nothing.json()["error"]
+
+
+def test_the_preview_takes_an_upload_spooled_to_disk_and_refuses_a_too_large_one(client, tmp_path):
+    # Over FILE_UPLOAD_MAX_MEMORY_SIZE, so it is spooled to a file and decoded from there.
+    big = tmp_path / "big.png"
+    Image.effect_noise((700, 700), 64).convert("RGB").save(big)
+    with open(big, "rb") as image:
+        answer = client.post("/datasets/preview", {"image": image, "width": 4, "height": 4, "image_type": "color"})
+    assert answer.status_code == 200 and Image.open(io.BytesIO(answer.content)).size == (4, 4)
+    huge = SimpleUploadedFile("huge.png", b"\0" * (8 * 2**20 + 1), content_type="image/png")
+    refused = client.post("/datasets/preview", {"image": huge, "width": 4, "height": 4})
+    assert refused.status_code == 400 and "up to 8 MiB" in refused.json()["error"]
 
 
 def test_the_sample_dataset_is_made_offline(alice, worker, db_url):

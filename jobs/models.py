@@ -198,6 +198,8 @@ class Worker(models.Model):
     queues = models.JSONField(default=list)
     # [{"id": "gpu0", "kind": "gpu", "index": 0, "name": ..., "memory_used": ...}, ...]
     devices = models.JSONField(default=list)
+    # Where the app keeps its files (DATA_DIR): {"free": bytes, "total": bytes}.
+    disk = models.JSONField(default=dict)
     started_at = models.DateTimeField(default=timezone.now)
     last_seen = models.DateTimeField(default=timezone.now, db_index=True)
 

@@ -8,6 +8,8 @@ from typing import Any
 
 from trainer import gpus as nvml
 
+from . import hostload
+
 log = logging.getLogger(__name__)
 
 
@@ -38,7 +40,9 @@ def gpus() -> list[dict[str, Any]]:
 
 
 def cpu_slots(count: int) -> list[dict[str, Any]]:
-    return [{"id": f"cpu{i}", "kind": "cpu", "index": i, "name": f"CPU slot {i}"} for i in range(count)]
+    """The slots share the machine's CPUs and memory: each shows the machine's use."""
+    readings = hostload.cpu_readings()
+    return [{"id": f"cpu{i}", "kind": "cpu", "index": i, "name": f"CPU slot {i}", **readings} for i in range(count)]
 
 
 def inventory(cpu_slot_count: int) -> list[dict[str, Any]]:

@@ -162,7 +162,7 @@ def update(job: Job, user: User, changes: dict[str, str]) -> Job:
 
 
 def filtered_jobs(params: dict[str, str]) -> QuerySet[Job]:
-    jobs = Job.objects.select_related("owner")
+    jobs = Job.objects.select_related("owner").prefetch_related("transitions")
     if params.get("category"):
         jobs = jobs.filter(kind__in=kinds.names_in(params["category"]))
     if params.get("status"):

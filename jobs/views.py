@@ -65,7 +65,7 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
         # The status history from the database: a state recorded there whose
         # event the stream then brings (the database may be a step ahead of
         # the file) carries its transition's id, and the page skips it.
-        "status_history": job.transitions.all(),
+        "status_history": job.history(),
         "edit_form": JobEditForm(instance=job),
         "settings_table": kinds.settings_table(job),
         "settings_json": kinds.public_params(job),

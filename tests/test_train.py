@@ -138,6 +138,8 @@ def test_abort_saves_a_checkpoint_and_resuming_continues_exactly(tmp_path, bars)
     assert "checkpoint saved for resuming" in log_of(interrupted)
     assert not of_kind(interrupted, kinds.RESULT)
     stopped_at = of_kind(interrupted, kinds.TRAIN)[-1]["step"]
+    before = checkpoint.load(interrupted / jobfiles.LAST_CHECKPOINT)["progress"]
+    assert before["train_seconds"] > 0 and before["warmup_seconds"] > 0
 
     assert train(interrupted) == 0, log_of(interrupted)
     assert uninterrupted.wait(timeout=120) == 0, log_of(whole)
@@ -150,6 +152,9 @@ def test_abort_saves_a_checkpoint_and_resuming_continues_exactly(tmp_path, bars)
     for mine, theirs in zip(of_kind(interrupted, kinds.VAL), of_kind(whole, kinds.VAL), strict=True):
         assert mine["loss"] == pytest.approx(theirs["loss"], rel=1e-5), "the same curve as without the abort"
     assert of_kind(interrupted, kinds.RESULT)[-1]["final"] == pytest.approx(of_kind(whole, kinds.RESULT)[-1]["final"], rel=1e-5)
+    result = of_kind(interrupted, kinds.RESULT)[-1]
+    assert result["train_seconds"] > before["train_seconds"], "the training time counts both attempts"
+    assert result["warmup_seconds"] > before["warmup_seconds"], "each attempt warms up, and both are counted"
 
 
 def test_two_processes_with_gloo_match_one_process(tmp_path):

@@ -83,6 +83,10 @@ class Progress:
     best: dict[str, Any] | None = None
     bad_validations: int = 0    # validations since the best one (early stopping)
     last_val: dict[str, float] = field(default_factory=dict)
+    # Summed over every attempt, so a resumed run's result counts them all.
+    train_seconds: float = 0.0
+    warmup_seconds: float = 0.0
+    images_trained: int = 0
 
 
 class Run:
@@ -94,9 +98,6 @@ class Run:
         self.stop_requested = False
         self.last_train_loss: float | None = None
         self.last_hardware = 0.0
-        self.images_trained = 0
-        self.train_seconds = 0.0
-        self.warmup_seconds = 0.0
         self.updates = 0  # optimiser steps of this process's run (since its start or resume)
         self.stopping = False  # the processes' common decision to stop (``stop_requested`` is this one's wish)
         self.progress = Progress(next_val=config["val_interval"], next_snapshot=config["snapshot_interval"])
@@ -416,10 +417,10 @@ class Run:
             raise TrainingError(f"The training loss became {loss} at epoch {epoch:.2f}: try a lower learning rate.")
         images = steps * batch_size * self.place.world_size
         if warming_up:
-            self.warmup_seconds += seconds
+            self.progress.warmup_seconds += seconds
         else:
-            self.images_trained += images
-            self.train_seconds += seconds
+            self.progress.images_trained += images
+            self.progress.train_seconds += seconds
         self.last_train_loss = loss
         rate = images / max(seconds, 1e-9)
         wait = min(data_wait / max(seconds, 1e-9), 1.0)
@@ -432,7 +433,7 @@ class Run:
         flops = self.summary.get("flops_per_image") or 0
         mfu = 3 * flops * rate / (self.peak * self.place.world_size) if self.peak and flops else None
         self.emit(eventkinds.PERF, eventkinds.perf(rate, wait, 1000 * seconds / max(steps, 1), flops, mfu,
-                                                   str(self.device), self.warmup_seconds))
+                                                   str(self.device), self.progress.warmup_seconds))
 
     @torch.no_grad()
     def evaluate(self, split: str) -> dict[str, float] | None:
@@ -521,8 +522,8 @@ class Run:
         self.save(jobfiles.LAST)
         if self.place.is_main:
             self.export()
-        result = eventkinds.result(p.best, final, epoch, self.train_seconds, self.warmup_seconds,
-                                   self.images_trained / max(self.train_seconds, 1e-9), stopped_early)
+        result = eventkinds.result(p.best, final, epoch, p.train_seconds, p.warmup_seconds,
+                                   p.images_trained / max(p.train_seconds, 1e-9), stopped_early)
         self.emit(eventkinds.RESULT, result)
         self.log("done: " + ", ".join(f"{k} {v:.4f}" for k, v in final.items()))
         return result

@@ -27,6 +27,7 @@ function showStatus() {
 
 on("status", (event) => {
   const { status, message } = event.data;
+  if (job.status === "running" && status !== "running") job.ended_runs_seconds += event.t - Date.parse(job.started_at) / 1000;
   job.status = status;
   if (event.data.progress !== undefined) job.progress = event.data.progress;
   if (status === "running") job.started_at = new Date(event.t * 1000).toISOString();
@@ -40,8 +41,9 @@ on("status", (event) => {
   const shown = [...document.querySelectorAll("#history [data-transition]")].map((li) => li.dataset.transition);
   if (!shown.includes(String(event.data.transition))) {
     const time = new Date(event.t * 1000).toISOString().replace("T", " ").slice(0, 19);
+    const attempt = status === "running" ? [el("span", { class: "attempt" }, `Attempt ${document.querySelectorAll("#history .attempt").length + 1}`), " "] : [];
     document.getElementById("history").append(el("li", { dataset: { transition: event.data.transition ?? "" } },
-      el("strong", {}, statusLabel(status)), " ", el("time", {}, time), message ? ` — ${message}` : ""));
+      ...attempt, el("strong", {}, statusLabel(status)), " ", el("time", {}, time), message ? ` — ${message}` : ""));
   }
   showStatus();
   showProgress();

@@ -6,7 +6,6 @@ are refused with a message and create nothing."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import zipfile
@@ -42,10 +41,8 @@ def export(client, model: Job, snapshot: str = "", expected: int = 201) -> Job:
 
 
 def streamed(response) -> bytes:
-    """The body of a response streamed asynchronously."""
-    async def collect() -> bytes:
-        return b"".join([chunk async for chunk in response.streaming_content])
-    return asyncio.run(collect())
+    """The body of a streamed response (read synchronously: the test client is no ASGI server)."""
+    return b"".join(response.streaming_content)
 
 
 def test_an_exported_archive_predicts_what_the_app_predicts(alice, bob, worker):

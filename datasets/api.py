@@ -8,7 +8,7 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
-from digitslike.api import BadRequest, api, json_body
+from digitslike.api import BadRequest, api, error, json_body
 from jobs import serialize
 
 from . import store, uploads
@@ -17,11 +17,14 @@ from .forms import DatasetForm
 
 
 def _form(request: HttpRequest) -> DatasetForm:
-    """A JSON body takes the page's defaults for the fields it leaves out; a
-    multipart one (with an upload) is read as the page sends it."""
+    """Fields the request leaves out take the page's defaults, in a JSON body
+    and in a multipart one (with an upload) alike."""
     if request.content_type == "application/json":
         return DatasetForm({**_defaults(), **json_body(request)})
-    return DatasetForm(request.POST, request.FILES)
+    data = request.POST.copy()
+    for name, value in _defaults().items():
+        data.setdefault(name, value)
+    return DatasetForm(data, request.FILES)
 
 
 def _defaults() -> dict[str, Any]:
@@ -52,4 +55,4 @@ def folders(request: HttpRequest) -> JsonResponse:
     try:
         return JsonResponse(listing(request.GET.get("path")))
     except OutsideRoots as exc:
-        return JsonResponse({"error": str(exc)}, status=403)
+        return error(str(exc), 403)

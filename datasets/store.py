@@ -54,6 +54,6 @@ def disk_size(job: Job) -> int:
 
 
 def models_using(job: Job) -> QuerySet[Job]:
-    """The jobs that name this dataset (``JobKind.dependents``: it may not be
-    deleted from under them)."""
+    """The jobs that name this dataset (``JobKind.dependents``: deleting it
+    tells them, and they can no longer run)."""
     return Job.objects.filter(params__dataset=job.pk).exclude(pk=job.pk)

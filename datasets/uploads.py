@@ -8,6 +8,8 @@ from django.core.files.uploadhandler import StopUpload, TemporaryFileUploadHandl
 from django.http import HttpRequest, JsonResponse
 from django.template.defaultfilters import filesizeformat
 
+from digitslike.api import error
+
 
 class LimitedTemporaryFileUploadHandler(TemporaryFileUploadHandler):
     def new_file(self, *args, **kwargs):
@@ -32,5 +34,5 @@ def refusal(request: HttpRequest) -> JsonResponse | None:
     announced length, or cut short by the handler above; None otherwise."""
     length = int(request.META.get("CONTENT_LENGTH") or 0)
     if length > settings.UPLOAD_MAX_BYTES + 1024 * 1024 or getattr(request, "upload_too_large", False):
-        return JsonResponse({"error": too_large_message(), "errors": {"archive": [too_large_message()]}}, status=413)
+        return error(too_large_message(), 413, errors={"archive": [too_large_message()]})
     return None

@@ -15,6 +15,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from digitslike.api import error
+from digitslike.files import streamed_asynchronously
 from jobs.models import Job
 from trainer.datastore import png_bytes
 from trainer.imageio import ImageError, load_image, resize
@@ -41,11 +43,14 @@ def new_dataset(request: HttpRequest) -> HttpResponse:
             url = reverse("job", args=[job.pk])
             return JsonResponse({"url": url, "id": job.pk}, status=201) if wants_json else redirect(url)
         if wants_json:
-            return JsonResponse({"error": "The form has errors.", "errors": form.errors.get_json_data()}, status=400)
+            return error("The form has errors.", 400, errors=form.errors.get_json_data())
     else:
         form = DatasetForm()
     context = {"form": form, "roots": settings.DATASET_ROOTS, "upload_max": settings.UPLOAD_MAX_BYTES}
     return render(request, "datasets/new.html", context, status=400 if request.method == "POST" else 200)
+
+
+PREVIEW_MAX_BYTES = 8 * 2**20
 
 
 @login_required
@@ -58,23 +63,28 @@ def preview(request: HttpRequest) -> HttpResponse:
         if not (1 <= width <= 4096 and 1 <= height <= 4096):
             raise ValueError
     except ValueError:
-        return JsonResponse({"error": "Width and height must be whole numbers from 1 to 4096."}, status=400)
+        return error("Width and height must be whole numbers from 1 to 4096.", 400)
     mode = request.POST.get("resize_mode", "squash")
     channels = 1 if request.POST.get("image_type") == "grayscale" else 3
     try:
         if "image" in request.FILES:
-            source = request.FILES["image"].read()
+            upload = request.FILES["image"]
+            if upload.size > PREVIEW_MAX_BYTES:
+                return error(f"The preview takes images up to {PREVIEW_MAX_BYTES // 2**20} MiB; choose a smaller one.", 400)
+            # Decoded from the file it was spooled to; a small one is in memory already.
+            source = upload.temporary_file_path() if hasattr(upload, "temporary_file_path") else upload.read()
         elif not request.POST.get("folder"):
-            return JsonResponse({"error": "Choose an image, or a training folder first."}, status=400)
+            return error("Choose an image, or a training folder first.", 400)
         else:
             source = first_file(Path(listing(request.POST["folder"])["path"]))
             if source is None:
-                return JsonResponse({"error": "That folder holds no files to preview."}, status=400)
-        pixels = resize(load_image(source, channels), width, height, mode, np.random.default_rng(0))
+                return error("That folder holds no files to preview.", 400)
+        pixels = resize(load_image(source, channels, draft=(width, height), resize_mode=mode), width, height, mode,
+                        np.random.default_rng(0))
     except (OutsideRoots, ImageError) as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
+        return error(str(exc), 400)
     except ValueError as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
+        return error(str(exc), 400)
     return HttpResponse(png_bytes(pixels), content_type="image/png")
 
 
@@ -122,7 +132,7 @@ def mean_image(request: HttpRequest, job_id: int) -> FileResponse:
     path = store.folder(store.job_or_404(job_id)) / "mean.png"
     if not path.exists():
         raise Http404("This dataset has no mean image.")
-    return FileResponse(open(path, "rb"), content_type="image/png")
+    return streamed_asynchronously(request, FileResponse(open(path, "rb"), content_type="image/png"))
 
 
 @login_required

@@ -1,6 +1,12 @@
 """What every JSON API view shares: authentication (session or token) with
 401 rather than a redirect, method checks, JSON bodies, and errors as JSON
-with the right status code."""
+with the right status code.
+
+The error shape, in every app: ``{"error": "<a sentence for the user>"}``,
+with ``"errors": {field: [messages]}`` when fields are wrong. Views answer it
+with ``error()``, or raise ``BadRequest`` (fields) or ``ActionError`` (a
+request that does not fit an object's state or the user's rights), which
+``@api`` turns into it; page views show an ``ActionError``'s message too."""
 
 from __future__ import annotations
 
@@ -11,13 +17,32 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 
-from jobs.services import ActionError
+
+class ActionError(Exception):
+    """A request that does not fit an object's state (409 by default) or the
+    user's rights (403); its message is shown to the user as it is."""
+
+    def __init__(self, message: str, status: int = 409) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
 
 
 class BadRequest(Exception):
     def __init__(self, errors: dict[str, Any]) -> None:
         super().__init__(str(errors))
         self.errors = errors
+
+
+def bad_request_message(errors: dict[str, Any]) -> str:
+    """One line for the top of a form or an API answer: each field's
+    messages after its name (a form-wide message on its own)."""
+    messages = []
+    for field, found in errors.items():
+        for entry in found if isinstance(found, list) else [found]:
+            text = entry["message"] if isinstance(entry, dict) else str(entry)
+            messages.append(text if field == "__all__" else f"{field}: {text}")
+    return " ".join(messages) or "The request is not valid."
 
 
 def json_body(request: HttpRequest) -> dict[str, Any]:
@@ -33,6 +58,7 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
 
 
 def error(message: str, status: int, **extra: Any) -> JsonResponse:
+    """The JSON error answer; ``extra`` adds e.g. ``errors`` (field messages)."""
     return JsonResponse({"error": message, **extra}, status=status)
 
 
@@ -51,7 +77,7 @@ def api(*methods: str) -> Callable:
             try:
                 return view(request, *args, **kwargs)
             except BadRequest as exc:
-                return error("The request is not valid.", 400, errors=exc.errors)
+                return error(bad_request_message(exc.errors), 400, errors=exc.errors)
             except ActionError as exc:
                 return error(exc.message, exc.status)
             except Http404 as exc:

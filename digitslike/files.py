@@ -14,7 +14,8 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from django.http import FileResponse
+from django.core.handlers.asgi import ASGIRequest
+from django.http import FileResponse, HttpRequest
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 
@@ -26,10 +27,12 @@ async def _chunks(handle: Any, size: int) -> AsyncIterator[bytes]:
         handle.close()
 
 
-def streamed_asynchronously(response: FileResponse) -> FileResponse:
-    """The response, its file now read through an asynchronous iterator."""
+def streamed_asynchronously(request: HttpRequest, response: FileResponse) -> FileResponse:
+    """The response, its file read through an asynchronous iterator when the
+    request came through ASGI (a WSGI server or the test client reads the
+    plain one)."""
     handle = getattr(response, "file_to_stream", None)
-    if handle is not None:
+    if handle is not None and isinstance(request, ASGIRequest):
         response.streaming_content = _chunks(handle, response.block_size)
     return response
 
@@ -46,4 +49,4 @@ class StaticFilesMiddleware(WhiteNoiseMiddleware):
 
     @staticmethod
     def serve(static_file: Any, request: Any) -> FileResponse:
-        return streamed_asynchronously(WhiteNoiseMiddleware.serve(static_file, request))
+        return streamed_asynchronously(request, WhiteNoiseMiddleware.serve(static_file, request))

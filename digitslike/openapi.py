@@ -63,10 +63,12 @@ _ADDED: dict[str, dict[str, Any]] = {
     "solver": {"enum": [name for name, _label in SOLVERS]},
     "standard_network": {"enum": list(NETWORKS)},
     "previous_job": {"description": "an earlier model's job (or give `pretrained`)"},
+    "pretrained_model": {"description": "a done pretrained model's job (or give `network: {source: pretrained, id}`)"},
 }
 _JSON_ONLY: dict[str, Any] = {
     "network": {"type": "object", "description": "{source: standard, name} | {source: layers, text} | "
-                                                 "{source: python, text} (needs the run_code permission)",
+                                                 "{source: python, text} (needs the run_code permission) | "
+                                                 "{source: pretrained, id} (a pretrained model, fine-tuned)",
                 "default": {"source": NewModelForm.base_fields["network_source"].initial,
                             "name": NewModelForm.base_fields["standard_network"].initial}},
     "pretrained": {"type": ["object", "null"], "description": "start from a snapshot of an earlier model: "
@@ -225,6 +227,41 @@ CLASSIFY_PATHS: dict[str, Any] = {
                             "image": {"type": "string", "format": "binary"}, **CLASSIFY_JSON["properties"]}}}}})},
 }
 
+# Model archives and pretrained models (the inference and pretrained apps).
+SNAPSHOT_BODY = {"type": "object", "properties": {"snapshot": {
+    "type": "string", "description": "a snapshot file of the model, e.g. epoch-3.pt or checkpoints/epoch-3.pt; "
+                                     "empty: the best one"}}}
+EXPORT_JOB = {"allOf": [_ref("Job"), {"type": "object", "properties": {
+    "archive_url": {"type": "string"}, "archive_api": {"type": "string"},
+    "ready": {"type": "boolean", "description": "the archive is made and may be downloaded"}}}]}
+REUSE_PATHS: dict[str, Any] = {
+    "/api/models/{model_id}/export": {
+        "parameters": [{**JOB_ID, "name": "model_id"}],
+        "post": _op("Export a snapshot as a model archive (safetensors, torch.export program, ONNX, labels, mean, "
+                    "preprocessing): the export job, reused while one for the same unchanged snapshot is made or "
+                    "under way", {"201": _json(EXPORT_JOB, "Created and queued"), "200": _json(EXPORT_JOB, "Reused")},
+                    ("400", "401", "404"), requestBody=_body(SNAPSHOT_BODY))},
+    "/api/exports/{job_id}/archive": {"parameters": [JOB_ID], "get": _op(
+        "The export job's archive, once made", {"200": {"description": "the archive, named <model>-<snapshot>.zip",
+                                                        "content": {"application/zip": {"schema": {
+                                                            "type": "string", "format": "binary"}}}}},
+        ("401", "404"))},
+    "/api/models/{model_id}/pretrained": {
+        "parameters": [{**JOB_ID, "name": "model_id"}],
+        "post": _op("Make a pretrained model of a snapshot", {"201": _json(_ref("Job"), "Created and queued")},
+                    ("400", "401", "404"), requestBody=_body(SNAPSHOT_BODY))},
+    "/api/pretrained": {"post": _op(
+        "Upload a pretrained model: a model archive, or a PyTorch state dict for a standard network; a job reads "
+        "it with weights_only and checks it against the network", {"201": _json(_ref("Job"), "Created and queued")},
+        ("400", "401", "413"), requestBody={"required": True, "content": {"multipart/form-data": {"schema": {
+            "type": "object", "required": ["name", "weights"], "properties": {
+                "name": {"type": "string"}, "weights": {"type": "string", "format": "binary"},
+                "network": {"enum": ["", *NETWORKS], "description": "the standard network of a state dict; "
+                                                                    "empty for an archive"},
+                "group": {"type": "string"}, "notes": {"type": "string"}}}}}})},
+}
+
+
 SCHEMA: dict[str, Any] = {
     "openapi": "3.1.0",
     "info": {"title": "digitslike API", "version": "1"},
@@ -357,6 +394,7 @@ SCHEMA: dict[str, Any] = {
             {"200": _json(LR_PREVIEW)}, ("400", "401"), requestBody=_body({"type": "object", "properties": _POLICY_FIELDS}))},
         **EVALUATION_PATHS,
         **CLASSIFY_PATHS,
+        **REUSE_PATHS,
     },
 }
 

@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "training",
     "devicechecks",
     "inference",
+    "pretrained",
 ]
 
 MIDDLEWARE = [
@@ -81,6 +82,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "accounts.middleware.TokenAuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "jobs.middleware.ActionErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out sign-in into its page.
@@ -244,6 +246,23 @@ JOB_KINDS_MODULES = env_list("JOB_KINDS_MODULES", [])
 # Device slots a worker without GPUs offers for CPU jobs.
 CPU_SLOTS = env_int("CPU_SLOTS", 1, minimum=1)
 
+# Per user: jobs queued or running at once (0: no limit; at least a full
+# sweep), and the bytes their job folders may hold (0: no limit).
+JOB_QUOTA_ACTIVE = env_int("JOB_QUOTA_ACTIVE", 100, minimum=0)
+DISK_QUOTA_BYTES = env_int("DISK_QUOTA_BYTES", 0, minimum=0)
+# Live event streams a user may hold open at once in one web process.
+SSE_STREAMS_PER_USER = env_int("SSE_STREAMS_PER_USER", 20, minimum=1)
+# Connections each process's Redis pool may open; a stream that finds none
+# free within a few seconds reads its job's file instead.
+REDIS_MAX_CONNECTIONS = env_int("REDIS_MAX_CONNECTIONS", 256, minimum=4)
+
+# Visualize and Customize build networks in a child process: its address
+# space (torch alone takes about 4 GiB of it), the most parameters it builds,
+# and how many may run at once in each web process.
+INSPECT_MEMORY_BYTES = env_int("INSPECT_MEMORY_BYTES", 8 * 1024**3, minimum=5 * 1024**3)
+INSPECT_MAX_PARAMS = env_int("INSPECT_MAX_PARAMS", 500_000_000, minimum=1)
+INSPECT_CONCURRENCY = env_int("INSPECT_CONCURRENCY", 2, minimum=1)
+
 # Datasets.
 # Server folders that dataset imports may read (the folder browser shows only these).
 DATASET_ROOTS = [str(Path(p).expanduser().resolve()) for p in env_list("DATASET_ROOTS", [])] or [str(DATA_DIR / "imports")]
@@ -256,6 +275,8 @@ REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 10 * 1024**2, minimum=1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "uploads")
 FILE_UPLOAD_HANDLERS = ["datasets.uploads.LimitedTemporaryFileUploadHandler"]
+# The largest weights file a pretrained model may be uploaded as (it is read whole).
+PRETRAINED_MAX_BYTES = env_int("PRETRAINED_MAX_BYTES", 4 * 1024**3, minimum=1024)
 # Archive extraction limits (see trainer/archives.py).
 ARCHIVE_MAX_BYTES = env_int("ARCHIVE_MAX_BYTES", 50 * 1024**3, minimum=1024)
 ARCHIVE_MAX_RATIO = env_float("ARCHIVE_MAX_RATIO", 200.0)

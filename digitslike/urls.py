@@ -4,6 +4,7 @@ from django.urls import include, path
 from datasets.urls import api_urlpatterns as dataset_api
 from inference.urls import api_urlpatterns as inference_api
 from jobs.urls import api_urlpatterns as jobs_api
+from pretrained.urls import api_urlpatterns as pretrained_api
 from training.urls import api_urlpatterns as training_api
 
 from . import openapi, vendor
@@ -15,10 +16,12 @@ urlpatterns = [
     path("", include("training.urls")),
     path("", include("devicechecks.urls")),
     path("", include("inference.urls")),
+    path("", include("pretrained.urls")),
     path("api/", include(jobs_api)),
     path("api/", include(dataset_api)),
     path("api/", include(training_api)),
     path("api/", include(inference_api)),
+    path("api/", include(pretrained_api)),
     path("api/openapi.json", openapi.schema_view, name="openapi"),
     path("api/", openapi.docs_view, name="api-docs"),
     path("admin/", admin.site.urls),

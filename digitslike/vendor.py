@@ -7,6 +7,8 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 from django.http import FileResponse, HttpRequest
 
+from digitslike.files import streamed_asynchronously
+
 WEEK_SECONDS = 7 * 24 * 3600
 
 
@@ -21,6 +23,6 @@ def _package_file(package: str, *parts: str) -> Path:
 
 def plotly_js(request: HttpRequest) -> FileResponse:
     path = _package_file("plotly", "package_data", "plotly.min.js")
-    response = FileResponse(open(path, "rb"), content_type="text/javascript")
+    response = streamed_asynchronously(request, FileResponse(open(path, "rb"), content_type="text/javascript"))
     response["Cache-Control"] = f"public, max-age={WEEK_SECONDS}"
     return response

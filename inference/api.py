@@ -15,7 +15,7 @@ from jobs.models import Job
 
 from . import results, services, trained
 from .forms import EvaluationForm, SplitForm
-from .views import _evaluation
+from .views import evaluation_or_404
 
 
 def _created(job: Job) -> JsonResponse:
@@ -58,12 +58,15 @@ def create(request: HttpRequest) -> JsonResponse:
         return refused
     if not form.is_valid():
         raise BadRequest(form.errors.get_json_data())
-    return _created(form.submit(request.user))
+    try:
+        return _created(form.submit(request.user))
+    except trained.Unusable as exc:  # the model changed since the form looked
+        raise BadRequest({exc.field: [str(exc)]}) from None
 
 
 @api("GET")
 def report(request: HttpRequest, job_id: int) -> JsonResponse:
-    job = _evaluation(job_id)
+    job = evaluation_or_404(job_id)
     found = results.report(job)
     return JsonResponse({"id": job.pk, "status": job.status, "model": job.params.get("model"),
                          "note": job.params.get("note") or "", "report": found})
@@ -72,7 +75,7 @@ def report(request: HttpRequest, job_id: int) -> JsonResponse:
 @api("GET")
 def rows(request: HttpRequest, job_id: int) -> JsonResponse:
     try:
-        return JsonResponse(results.select(_evaluation(job_id), request.GET.dict()))
+        return JsonResponse(results.select(evaluation_or_404(job_id), request.GET.dict()))
     except results.BadQuery as exc:
         raise BadRequest(exc.errors) from None
 

@@ -11,12 +11,11 @@ no model server answers."""
 from __future__ import annotations
 
 import time
-from functools import cache
 from typing import Any
 
-import redis
 from django.conf import settings
 
+from jobs import bus
 from jobs.models import Job
 from trainer import jobfiles, modelclient
 
@@ -38,18 +37,11 @@ class Refused(Exception):
         self.status, self.errors = status, errors
 
 
-@cache
-def model_server() -> redis.Redis:
-    """A connection whose reads outlast the longest wait for an answer (a
-    blocking pop): redis-py's default read timeout is five seconds."""
-    return redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=VISUALIZE_SECONDS + 5)
-
-
 def _ask(model: Job, image: bytes, operation: str, snapshot: str | None, class_index: int | None,
          source: str) -> dict[str, Any]:
     timeout = VISUALIZE_SECONDS if operation != "classify" else CLASSIFY_SECONDS
     try:
-        return modelclient.classify(model_server(), settings.REDIS_PREFIX, model.pk, image, operation=operation,
+        return modelclient.classify(bus.client(), settings.REDIS_PREFIX, model.pk, image, operation=operation,
                                     snapshot=snapshot, class_index=class_index, timeout=timeout)
     except modelclient.ModelServerUnavailable as exc:
         raise Refused(str(exc), 503) from None

@@ -54,7 +54,7 @@ class EvaluationForm(JobFieldsForm, DevicesField):
         data = super().clean()
         try:
             model = data["model_job"] = trained.find(data.get("model"))
-            data["note"] = trained.check(model, data.get("snapshot") or "")
+            trained.check(model, data.get("snapshot") or "")
             classes = trained.classes(model)
         except trained.Unusable as exc:
             if "model" not in self.errors:
@@ -69,8 +69,11 @@ class EvaluationForm(JobFieldsForm, DevicesField):
     def _clean_split(self, data: dict[str, Any], model: Job, classes: list[str]) -> None:
         if not data.get("split"):
             self.add_error("split", "Choose the validation or the test split.")
-        elif not trained.split_count(model, data["split"]):
-            self.add_error("split", f"The model's dataset has no {trained.SPLITS[data['split']]} images.")
+            return
+        try:
+            trained.check_split(model, data["split"])
+        except trained.Unusable as exc:
+            self.add_error(exc.field, str(exc))
 
     def _server_folder(self, data: dict[str, Any], field: str) -> Path | None:
         value = (data.get(field) or "").strip()

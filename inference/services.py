@@ -44,12 +44,10 @@ def submit(owner: User, model: Job, source: dict[str, Any], *, name: str = "", s
     note = trained.check(model, snapshot)
     if source["type"] == "split":
         extra["dataset_job"] = model.params.get("dataset")
-        if not trained.split_count(model, source["split"]):
-            raise trained.Unusable(f"The model's dataset has no {trained.SPLITS[source['split']]} images.", "split")
-    job = services.submit(owner, KIND, name or f"Evaluation of {model.name}",
-                          params(model, source, snapshot, top_n, note=note, **extra),
-                          resources or resources_like(model), group=group, notes=notes, prepare=prepare)
-    return job
+        trained.check_split(model, source["split"])
+    return services.submit(owner, KIND, name or f"Evaluation of {model.name}",
+                           params(model, source, snapshot, top_n, note=note, **extra),
+                           resources or resources_like(model), group=group, notes=notes, prepare=prepare)
 
 
 def evaluate(owner: User, model: Job, split: str, snapshot: str = "") -> Job:

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404
 
 from datasets import store
 from jobs.models import ACTIVE, Job
-from training import series
+from trainer import jobfiles
 
 SPLITS = {"val": "validation", "test": "test"}
 
@@ -37,9 +37,8 @@ def find(model_id: Any) -> Job:
 
 
 def snapshots(model: Job) -> list[str]:
-    """The names of the model's snapshot files that exist, oldest first."""
-    listed = series.view(model.folder, lambda run: [s.get("file") for s in run.snapshot_list()])
-    return [Path(file).name for file in listed if isinstance(file, str) and (model.folder / file).is_file()]
+    """The names of the model's snapshot files: per epoch in order, then the best one."""
+    return [Path(file).name for file in jobfiles.snapshots(model.folder)]
 
 
 def dataset(model: Job) -> Job | None:
@@ -65,7 +64,7 @@ def split_count(model: Job, split: str) -> int:
 def check(model: Job, snapshot: str) -> str:
     """Refuse a model that cannot be evaluated, with the reason; else a note
     for the user ("" when there is nothing to say)."""
-    if not (model.folder / "config.json").is_file():
+    if not (model.folder / jobfiles.CONFIG).is_file():
         raise Unusable("The model has not started training yet: it has no snapshot to evaluate.")
     names = snapshots(model)
     if not names:
@@ -75,3 +74,8 @@ def check(model: Job, snapshot: str) -> str:
     if model.status in ACTIVE and not snapshot:
         return "The model is still training: the evaluation uses its newest snapshot."
     return ""
+
+
+def check_split(model: Job, split: str) -> None:
+    if not split_count(model, split):
+        raise Unusable(f"The model's dataset has no {SPLITS[split]} images.", "split")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import api, classify_views, views
+from . import api, classify_views, export_api, export_views, views
 
 urlpatterns = [
     path("evaluations/new/", views.new_evaluation, name="new-evaluation"),
@@ -9,6 +9,8 @@ urlpatterns = [
     path("compare/<path:group>", views.compare, name="group-compare"),
     path("evaluations/<int:job_id>/images/<int:index>.png", views.image, name="evaluation-image"),
     path("evaluations/<int:job_id>/download/<str:what>", views.download, name="evaluation-download"),
+    path("models/<int:model_id>/export", export_views.export_model, name="model-export"),
+    path("exports/<int:job_id>/archive", export_views.archive, name="export-archive"),
 ]
 
 api_urlpatterns = [
@@ -18,4 +20,6 @@ api_urlpatterns = [
     path("evaluations/<int:job_id>/report", api.report, name="api-evaluation-report"),
     path("evaluations/<int:job_id>/rows", api.rows, name="api-evaluation-rows"),
     path("compare/<path:group>", api.compare, name="api-compare"),
+    path("models/<int:model_id>/export", export_api.export, name="api-model-export"),
+    path("exports/<int:job_id>/archive", export_api.archive, name="api-export-archive"),
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
@@ -13,6 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from digitslike.files import streamed_asynchronously
 from jobs.models import Job
 from trainer.evaluation_files import CSV, REPORT, RESULTS
 
@@ -22,7 +24,7 @@ from .forms import EvaluationForm, SplitForm
 DOWNLOADS = {"json": (RESULTS, "application/json"), "csv": (CSV, "text/csv"), "report": (REPORT, "application/json")}
 
 
-def _evaluation(job_id: int) -> Job:
+def evaluation_or_404(job_id: int) -> Job:
     return get_object_or_404(Job, pk=job_id, kind=services.KIND)
 
 
@@ -30,9 +32,13 @@ def _evaluation(job_id: int) -> Job:
 def new_evaluation(request: HttpRequest) -> HttpResponse:
     initial = {"model": request.GET.get("model"), "source": "list"}
     form = EvaluationForm(request.POST or None, request.FILES or None, initial=initial)
+    form.fields["model"].widget = forms.Select(choices=[("", "Choose a model")] + [
+        (model.pk, f"#{model.pk} {model.name}") for model in Job.objects.filter(kind="train").order_by("-created_at")])
     if request.method == "POST" and form.is_valid():
-        job = form.submit(request.user)
-        return redirect("job", job.pk)
+        try:
+            return redirect("job", form.submit(request.user).pk)
+        except trained.Unusable as exc:  # the model changed since the form looked
+            form.add_error(exc.field, str(exc))
     return render(request, "inference/new.html", {"form": form})
 
 
@@ -72,7 +78,7 @@ def compare(request: HttpRequest, group: str) -> HttpResponse:
 
 @login_required
 def image(request: HttpRequest, job_id: int, index: int) -> HttpResponse:
-    found = results.image(_evaluation(job_id), index)
+    found = results.image(evaluation_or_404(job_id), index)
     if found is None:
         raise Http404("No such image.")
     response = HttpResponse(found, content_type="image/png")
@@ -82,15 +88,15 @@ def image(request: HttpRequest, job_id: int, index: int) -> HttpResponse:
 
 @login_required
 def download(request: HttpRequest, job_id: int, what: str) -> FileResponse:
-    job = _evaluation(job_id)
+    job = evaluation_or_404(job_id)
     if what not in DOWNLOADS:
         raise Http404("No such file.")
     name, content_type = DOWNLOADS[what]
     path = results.folder(job) / name
     if not path.is_file():
         raise Http404("The evaluation has no results yet.")
-    return FileResponse(open(path, "rb"), content_type=content_type, as_attachment=True,
-                        filename=f"evaluation-{job.pk}-{name}")
+    return streamed_asynchronously(request, FileResponse(open(path, "rb"), content_type=content_type,
+                                                         as_attachment=True, filename=f"evaluation-{job.pk}-{name}"))
 
 
 def page_context(job: Job) -> dict[str, Any]:

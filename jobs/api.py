@@ -6,7 +6,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
-from digitslike.api import BadRequest, api, json_body
+from digitslike.api import ActionError, BadRequest, api, json_body
+from trainer import jobfiles
 
 from . import kinds, resources, serialize, services
 from .forms import JobEditForm
@@ -89,7 +90,7 @@ def bulk(request: HttpRequest) -> JsonResponse:
         try:
             action(found, request.user)
             results[str(job_id)] = {"ok": True}
-        except services.ActionError as exc:
+        except ActionError as exc:
             results[str(job_id)] = {"ok": False, "error": exc.message, "status": exc.status}
     for missing in set(ids) - {int(k) for k in results}:
         results[str(missing)] = {"ok": False, "error": "No such job.", "status": 404}
@@ -103,7 +104,7 @@ def log(request: HttpRequest, job_id: int) -> JsonResponse:
         count = min(int(request.GET.get("lines", 200)), MAX_LOG_LINES)
     except ValueError:
         raise BadRequest({"lines": ["Give a whole number of lines."]}) from None
-    return JsonResponse({"lines": tail_lines(found.folder / "log.txt", count)})
+    return JsonResponse({"lines": tail_lines(found.folder / jobfiles.LOG, count)})
 
 
 @api("GET")

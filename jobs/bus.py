@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ import redis.asyncio as aioredis
 from django.conf import settings
 
 from trainer import events as eventlog
+
+from . import eventseek
 
 log = logging.getLogger(__name__)
 
@@ -42,16 +45,28 @@ def jobs_stream() -> str:
     return key("events", "jobs")
 
 
+# How long a caller waits for a free connection of a full pool.
+POOL_WAIT_SECONDS = 3
+
+
+def _pool_options() -> dict[str, Any]:
+    """Bounded pools (``REDIS_MAX_CONNECTIONS``), with connections named after
+    the process so that ``CLIENT LIST`` shows who holds them."""
+    return {"max_connections": settings.REDIS_MAX_CONNECTIONS, "timeout": POOL_WAIT_SECONDS,
+            "socket_connect_timeout": 2, "health_check_interval": 10,
+            "client_name": f"{settings.REDIS_PREFIX}:{os.getpid()}"}
+
+
 @cache
 def client() -> redis.Redis:
-    return redis.Redis.from_url(
-        settings.REDIS_URL, socket_timeout=5, socket_connect_timeout=2, health_check_interval=10
-    )
+    pool = redis.BlockingConnectionPool.from_url(settings.REDIS_URL, socket_timeout=5, **_pool_options())
+    return redis.Redis(connection_pool=pool)
 
 
 def async_client() -> aioredis.Redis:
     """A client for the calling event loop's own connection pool."""
-    return aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, health_check_interval=10)
+    return aioredis.Redis(connection_pool=aioredis.BlockingConnectionPool.from_url(settings.REDIS_URL,
+                                                                                 **_pool_options()))
 
 
 def encode(event: dict[str, Any], job_id: int) -> dict[str, str]:
@@ -90,25 +105,32 @@ class Forwarder:
         self.skip_through = 0
 
     def _sync_start(self) -> None:
-        """Note what the stream already has, so a new Forwarder sends only the rest."""
+        """Note what the stream already has, so a new Forwarder sends only the
+        rest; one that has read nothing yet starts reading after it."""
         last = client().xrevrange(job_stream(self.job_id), count=1)
         self.skip_through = int(last[0][1][b"seq"]) if last else 0
         self.synced = True
+        self.pending = [e for e in self.pending if e["seq"] > self.skip_through]
+        if self.reader.tail.offset == 0:
+            self.reader.tail.offset = eventseek.offset_after(self.reader.tail.path.parent, self.skip_through)
 
     def forward(self) -> list[dict[str, Any]]:
-        """Return the events the file gained since the last call, and send
-        them with any that could not be sent before."""
-        fresh = self.reader.read()
-        self.pending.extend(fresh)
+        """Return the events the file gained since the last call (a new
+        Forwarder: since what the stream has), and send them with any that
+        could not be sent before."""
         try:
             if not self.synced:
                 self._sync_start()
-                self.pending = [e for e in self.pending if e["seq"] > self.skip_through]
-            if self.pending:
-                self._send(self.pending)
-                self.pending = []
         except redis.RedisError as exc:
             log.warning("event bus unavailable, job %s events wait in its file: %s", self.job_id, exc)
+        fresh = self.reader.read()
+        self.pending.extend(fresh)
+        if self.synced and self.pending:
+            try:
+                self._send(self.pending)
+                self.pending = []
+            except redis.RedisError as exc:
+                log.warning("event bus unavailable, job %s events wait in its file: %s", self.job_id, exc)
         return fresh
 
     def _send(self, events: list[dict[str, Any]]) -> None:

@@ -8,11 +8,25 @@ from typing import Any
 
 from trainer import gpus as nvml
 
+from . import hostload
+
 log = logging.getLogger(__name__)
 
 
+# A GPU in MIG mode is listed but not leased: CUDA then sees its slices, not
+# the board, and a job given the board's index would find no device.
+MIG_KIND = "gpu-mig"
+MIG_REFUSED = ("GPU {index} ({name}) is split into MIG slices, which digitslike does not lease; "
+               "turn MIG off to use it (nvidia-smi -i {index} -mig 0).")
+
+
 def _gpu(index: int) -> dict[str, Any]:
-    return {"id": f"gpu{index}", "kind": "gpu", **nvml.reading(index)}
+    reading = nvml.reading(index)
+    if nvml.mig_enabled(index):
+        note = MIG_REFUSED.format(index=index, name=reading["name"])
+        log.warning(note)
+        return {"id": f"gpu{index}", "kind": MIG_KIND, "note": note, **reading}
+    return {"id": f"gpu{index}", "kind": "gpu", **reading}
 
 
 def gpus() -> list[dict[str, Any]]:
@@ -26,7 +40,9 @@ def gpus() -> list[dict[str, Any]]:
 
 
 def cpu_slots(count: int) -> list[dict[str, Any]]:
-    return [{"id": f"cpu{i}", "kind": "cpu", "index": i, "name": f"CPU slot {i}"} for i in range(count)]
+    """The slots share the machine's CPUs and memory: each shows the machine's use."""
+    readings = hostload.cpu_readings()
+    return [{"id": f"cpu{i}", "kind": "cpu", "index": i, "name": f"CPU slot {i}", **readings} for i in range(count)]
 
 
 def inventory(cpu_slot_count: int) -> list[dict[str, Any]]:

@@ -14,11 +14,13 @@ a category that no app registered.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.core import checks
 
 if TYPE_CHECKING:
@@ -38,6 +40,9 @@ class Category:
     # The text of a link from each group of this tab to the group's page
     # (empty: no link).
     group_link: str = ""
+
+
+SettingsGroup = tuple[str, list[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -62,10 +67,23 @@ class JobKind:
     # The file, relative to the job folder, that an aborted or failed run
     # leaves to carry on from; empty for a kind that cannot resume.
     resume_file: str = ""
-    # The jobs that use this one, which may not be deleted from under them.
+    # The jobs that use this one; deleting it tells each of them
+    # (``Job.lost_dependencies``), and they can no longer run.
     dependents: Callable[[Job], Iterable[Job]] | None = None
+    # The permission ("app_label.codename") a job of these params needs its
+    # owner to hold, if any: checked when it is submitted, cloned or resumed
+    # and again when a worker starts it, so revoking it stops the owner's
+    # jobs that have not started yet.
+    required_permission: Callable[[dict[str, Any]], str | None] | None = None
     # What the kind adds to a job's summary (the lists and the home page).
     summary_extra: Callable[[Job], dict[str, Any]] | None = None
+    # The job's settings as users may see them, in the API and on the page:
+    # its params without server paths (default: the params, with paths into
+    # job folders in the jobs' words; see ``without``).
+    public_params: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # The job page's settings table: (group title, [(label, value)]) in the
+    # order of the form that made the job (default: one row per parameter).
+    settings: Callable[[Job], list[SettingsGroup]] | None = None
 
 
 _categories: dict[str, Category] = {}
@@ -93,6 +111,41 @@ def all_kinds() -> list[JobKind]:
     """Every kind, in the order of their categories' tabs."""
     order = {name: position for position, name in enumerate(c.name for c in categories())}
     return sorted(_kinds.values(), key=lambda kind: order.get(kind.category, len(order)))
+
+
+def in_job_words(value: Any) -> Any:
+    """``value`` with every path into a job's folder written as the job and
+    the file inside it (``job #12: upload/archive.tar``), at any depth."""
+    if isinstance(value, dict):
+        return {k: in_job_words(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [in_job_words(v) for v in value]
+    if isinstance(value, str):
+        jobs_dir = f"{settings.JOBS_DIR}/"
+        if value.startswith(jobs_dir):
+            job_id, _, inside = value[len(jobs_dir):].partition("/")
+            return f"job #{job_id}: {inside}" if inside else f"job #{job_id}"
+    return value
+
+
+def without(*private: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A ``public_params`` that leaves out the named params (the server's
+    business) and shows paths into job folders in the jobs' words."""
+    def public(params: dict[str, Any]) -> dict[str, Any]:
+        return in_job_words({k: v for k, v in params.items() if k not in private})
+    return public
+
+
+def public_params(job: Job) -> dict[str, Any]:
+    kind = find(job.kind)
+    return kind.public_params(job.params) if kind and kind.public_params else in_job_words(job.params)
+
+
+def settings_table(job: Job) -> list[SettingsGroup]:
+    kind = find(job.kind)
+    if kind and kind.settings:
+        return kind.settings(job)
+    return [("Settings", [(name, json.dumps(value)) for name, value in public_params(job).items()])]
 
 
 def categories() -> list[Category]:

@@ -53,13 +53,32 @@ def acquire(host: str, candidates: list[str], count: int, job_id: int) -> list[s
     return [k.decode()[len(prefix):] for k in taken]
 
 
-def refresh(host: str, devices: Iterable[str], job_id: int) -> None:
-    """Re-assert a running job's leases. SET rather than EXPIRE, so leases
-    lost with a restarted Redis come back."""
-    pipe = client().pipeline(transaction=False)
-    for device in devices:
-        pipe.set(lease_key(host, device), job_id, px=ttl_ms())
-    pipe.execute()
+# KEYS: the job's lease keys. ARGV: job id, ttl. Sets each key that is free
+# or the job's; returns the keys another job holds.
+_REFRESH = """
+local others = {}
+for _, k in ipairs(KEYS) do
+  local holder = redis.call('GET', k)
+  if not holder or holder == ARGV[1] then
+    redis.call('SET', k, ARGV[1], 'PX', ARGV[2])
+  else
+    table.insert(others, k)
+  end
+end
+return others
+"""
+
+
+def refresh(host: str, devices: Iterable[str], job_id: int) -> list[str]:
+    """Re-assert a running job's leases, setting them again where they are
+    gone (a restarted Redis, a late heartbeat) but never over another job's.
+    Returns the devices another job holds."""
+    keys = [lease_key(host, device) for device in devices]
+    if not keys:
+        return []
+    others = client().eval(_REFRESH, len(keys), *keys, job_id, ttl_ms())
+    prefix = lease_key(host, "")
+    return [k.decode()[len(prefix):] for k in others]
 
 
 _RELEASE = """

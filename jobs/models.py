@@ -15,6 +15,7 @@ a ``JobTransition`` and published as a ``status`` event.
 from __future__ import annotations
 
 import shutil
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,9 @@ class Status(models.TextChoices):
     FAILED = "failed", "Failed"
     ABORTED = "aborted", "Aborted"
 
+
+# Shown wherever the permission is granted (the admin's user and group pages).
+RUN_CODE_NAME = "May run custom Python network code, with all the rights of the server's account"
 
 TERMINAL = (Status.DONE, Status.FAILED, Status.ABORTED)
 PENDING = (Status.QUEUED, Status.WAITING)
@@ -64,10 +68,14 @@ class Job(models.Model):
     worker = models.CharField(max_length=64, blank=True)
     attempt = models.PositiveIntegerField(default=0)
     abort_requested = models.BooleanField(default=False)
+    # The jobs this one used that were deleted (``services.delete`` records
+    # them from the deleted job's ``JobKind.dependents``):
+    # [{"id": 12, "label": "Dataset", "name": "digits", "by": "alice"}].
+    lost_dependencies = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        permissions = [("run_code", "May run custom Python network code")]
+        permissions = [("run_code", RUN_CODE_NAME)]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.kind} #{self.pk})"
@@ -104,19 +112,47 @@ class Job(models.Model):
             updated = Job.objects.filter(pk=self.pk, status__in=list(frm), **(expect or {})).update(status=to, **fields)
             if not updated:
                 return False
-            JobTransition.objects.create(job_id=self.pk, status=to, at=now, message=message)
+            recorded = JobTransition.objects.create(job_id=self.pk, status=to, at=now, message=message)
         self.refresh_from_db()
-        publish(self, "status", {"status": to, "message": message, "progress": self.progress})
+        publish(self, "status", {"status": to, "message": message, "progress": self.progress,
+                                 "transition": recorded.pk})
         return True
 
+    def run_spans(self) -> list[tuple[datetime, datetime | None]]:
+        """Each time the job ran, from its Running transition to the next
+        one (None while it still runs): a requeued or resumed job has several."""
+        spans: list[tuple[datetime, datetime | None]] = []
+        for t in self.transitions.all():
+            if spans and spans[-1][1] is None:
+                spans[-1] = (spans[-1][0], t.at)
+            if t.status == Status.RUNNING:
+                spans.append((t.at, None))
+        return spans
+
+    def ended_runs_seconds(self) -> float:
+        """Time spent running in the spans that have ended, every attempt counted."""
+        return sum((end - start).total_seconds() for start, end in self.run_spans() if end is not None)
+
     def elapsed_seconds(self) -> float | None:
-        if not self.started_at:
+        """Time spent running over all attempts; None if it never ran."""
+        spans = self.run_spans()
+        if not spans:
             return None
-        end = self.finished_at or timezone.now()
-        return (end - self.started_at).total_seconds()
+        now = timezone.now()
+        return sum(((end or now) - start).total_seconds() for start, end in spans)
+
+    def history(self) -> list[JobTransition]:
+        """The transitions, oldest first; each Running one carries its
+        ``attempt_number`` (1, 2, … over the job's life, resumes included)."""
+        transitions = list(self.transitions.all())
+        attempt = 0
+        for t in transitions:
+            attempt += t.status == Status.RUNNING
+            t.attempt_number = attempt if t.status == Status.RUNNING else None
+        return transitions
 
     def eta_seconds(self) -> float | None:
-        """Time left, extrapolated from the progress made since the start."""
+        """Time left, extrapolated from the progress made over the time run."""
         elapsed = self.elapsed_seconds()
         if self.status != Status.RUNNING or not elapsed or self.progress <= 0.0:
             return None
@@ -130,6 +166,11 @@ class Job(models.Model):
             status__in=PENDING, resources__device=self.device_class, queued_at__lt=self.queued_at
         ).count()
         return ahead + 1
+
+    def lost_dependency_notices(self) -> list[str]:
+        """What the job's page says of each job it used that was deleted."""
+        return [f"Its {lost['label'].lower()} “{lost['name']}” (#{lost['id']}) was deleted by {lost['by']}."
+                for lost in self.lost_dependencies]
 
     def delete_with_folder(self) -> None:
         folder = self.folder
@@ -157,6 +198,8 @@ class Worker(models.Model):
     queues = models.JSONField(default=list)
     # [{"id": "gpu0", "kind": "gpu", "index": 0, "name": ..., "memory_used": ...}, ...]
     devices = models.JSONField(default=list)
+    # Where the app keeps its files (DATA_DIR): {"free": bytes, "total": bytes}.
+    disk = models.JSONField(default=dict)
     started_at = models.DateTimeField(default=timezone.now)
     last_seen = models.DateTimeField(default=timezone.now, db_index=True)
 

@@ -6,7 +6,11 @@ the leader of a process group of its own (the job's group). It exists so that no
 - it asks the kernel for SIGTERM when its parent (the worker) dies;
 - on SIGTERM, from that or from an abort, it passes SIGTERM to the whole
   group, waits GRACE seconds, then SIGKILLs whatever is left;
-- when the command ends, it kills any process the command left behind.
+- when the command ends, it kills any process the command left behind;
+- it exits as the command did, and when a signal it did not send killed the
+  command (the out-of-memory killer, say), it dies of that same signal, so
+  the worker can tell that from an abort (exit code 128 + N) and from a
+  failure the command reported (its own exit code).
 
 It imports nothing of the app, so it starts in milliseconds.
 """
@@ -56,7 +60,17 @@ def main(argv: list[str]) -> int:
         time.sleep(0.05)
     # The command is done; anything it left in its group goes with it.
     _signal_group(child.pid, signal.SIGKILL)
+    if code < 0 and not stop_requested:
+        _die_of(-code)
     return code if code >= 0 else 128 - code
+
+
+def _die_of(signum: int) -> None:
+    """End this process with ``signum``; returns only for a signal whose
+    default action is not to end a process."""
+    if signum not in (signal.SIGKILL, signal.SIGSTOP):
+        signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,15 @@ import json
 
 from django.conf import settings
 
+from digitslike.celery import app
+
 from .bus import client
 from .models import Job
-from .tasks import run
 
 QUEUES = ("cpu", "gpu")
+# The task that runs a job (``tasks.run``), sent by name so that the runner,
+# which requeues jobs, can import this module.
+RUN_TASK = "jobs.run"
 
 
 def queue_for(job: Job) -> str:
@@ -20,7 +24,7 @@ def queue_for(job: Job) -> str:
 
 def enqueue(job: Job) -> None:
     """Send only the job's id; the worker loads everything else from the database."""
-    run.apply_async(args=[job.pk], queue=queue_for(job))
+    app.send_task(RUN_TASK, args=[job.pk], queue=queue_for(job))
 
 
 def _job_id(message: str) -> int | None:

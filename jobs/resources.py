@@ -57,7 +57,7 @@ def snapshot() -> dict[str, Any]:
         workers.append({
             "id": worker.id, "hostname": worker.hostname, "pid": worker.pid, "queues": worker.queues,
             "started_at": worker.started_at.isoformat(), "last_seen": worker.last_seen.isoformat(),
-            "devices": devices,
+            "devices": devices, "disk": worker.disk,
         })
     pending = Job.objects.filter(status__in=PENDING).select_related("owner").order_by("queued_at", "id")
     queue = [

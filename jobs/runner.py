@@ -23,11 +23,14 @@ from django.db.models import F
 from django.utils import timezone
 
 from trainer import events as eventlog
+from trainer import jobfiles
+from trainer.gpus import CUDA_NUMBERING
 
-from . import kinds, leases
+from . import eventseek, kinds, leases, permissions
 from .bus import Forwarder
 from .logfile import LogTail, tail_lines
 from .models import Job, Status
+from .queue import enqueue
 from .workerinfo import WorkerInfo
 
 log = logging.getLogger(__name__)
@@ -38,29 +41,46 @@ RELAY_POLL_SECONDS = 0.1
 ABORT_POLL_SECONDS = 0.5
 PROGRESS_WRITE_SECONDS = 1.0
 LOG_LINES_PER_EVENT = 200
+# The last events searched for the job's own error: it is among the last it wrote.
+FAILURE_EVENTS = 1000
+# Parts of the names of environment variables kept from job processes.
+SECRET_MARKERS = ("SECRET", "PASSWORD", "PASSWD", "TOKEN", "CREDENTIAL", "_KEY", "_URL", "DSN", "AUTH")
 
 
 def run_job(job_id: int, worker: WorkerInfo) -> None:
     job = Job.objects.filter(pk=job_id).first()
     if job is None:
         return
-    claimed = job.transition(
-        Status.WAITING, frm=[Status.QUEUED], message=f"Claimed by worker {worker.host}",
-        worker=worker.id, attempt=F("attempt") + 1,
-    )
-    if not claimed:
+    if not claim(job, worker):
         return  # a duplicated delivery, or aborted while queued
+    if job.lost_dependencies:
+        message = " ".join(job.lost_dependency_notices()) + " The job cannot run without it."
+        job.transition(Status.FAILED, frm=[Status.WAITING], message=message, error=message)
+        return
+    if refusal := permissions.missing(job.owner, job.kind, job.params):  # revoked since it was queued
+        job.transition(Status.FAILED, frm=[Status.WAITING], message=refusal, error=refusal)
+        return
     devices = wait_for_devices(job, worker)
     if devices is None:
         return
     try:
-        held = {"host": worker.host, "devices": devices}
-        label = ", ".join(devices)
-        if job.transition(Status.RUNNING, frm=[Status.WAITING], message=f"Running on {worker.host}: {label}",
-                          held=held, started_at=timezone.now()):
+        if start(job, worker, devices):
             finish(job, supervise(job, launch(job, devices)))
     finally:
         leases.release(worker.host, devices, job.pk)
+
+
+def claim(job: Job, worker: WorkerInfo) -> bool:
+    """Take a queued job for this worker: True for one caller only."""
+    return job.transition(Status.WAITING, frm=[Status.QUEUED], message=f"Claimed by worker {worker.host}",
+                          worker=worker.id, attempt=F("attempt") + 1)
+
+
+def start(job: Job, worker: WorkerInfo, devices: list[str]) -> bool:
+    """Mark the job running on the devices it leased, if it is still this worker's."""
+    return job.transition(Status.RUNNING, frm=[Status.WAITING], expect={"worker": worker.id},
+                          message=f"Running on {worker.host}: {', '.join(devices)}",
+                          held={"host": worker.host, "devices": devices}, started_at=timezone.now())
 
 
 def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | None:
@@ -76,13 +96,26 @@ def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | None:
             return None
         if not _older_job_waiting(job, worker):
             try:
-                taken = leases.acquire(worker.host, candidates, count, job.pk)
+                taken = take_devices(job, worker, candidates, count)
             except redis.RedisError as exc:
                 log.warning("cannot lease devices for job %s yet: %s", job.pk, exc)
                 taken = None
             if taken:
                 return taken
         time.sleep(WAIT_POLL_SECONDS)
+
+
+def take_devices(job: Job, worker: WorkerInfo, candidates: list[str], count: int) -> list[str] | None:
+    """Lease ``count`` of the candidates, never one that a running job on
+    this host holds by the database's record: Redis may have lost its lease
+    (restarted without its data, or the lease expired under a late heartbeat)."""
+    busy = devices_in_use(worker.host)
+    return leases.acquire(worker.host, [d for d in candidates if d not in busy], count, job.pk)
+
+
+def devices_in_use(host: str) -> set[str]:
+    held = Job.objects.filter(status=Status.RUNNING, held__host=host).values_list("held", flat=True)
+    return {device for record in held for device in record.get("devices", [])}
 
 
 def _older_job_waiting(job: Job, worker: WorkerInfo) -> bool:
@@ -97,20 +130,29 @@ def launch(job: Job, devices: list[str]) -> subprocess.Popen:
     folder.mkdir(parents=True, exist_ok=True)
     config = {**job.params, "job_id": job.pk, "devices": devices}
     (folder / "config.json").write_text(json.dumps(config, indent=2))
-    env = {**os.environ, "PYTHONPATH": str(settings.BASE_DIR), "PYTHONUNBUFFERED": "1"}
+    env = {**job_environment(), "PYTHONPATH": str(settings.BASE_DIR), "PYTHONUNBUFFERED": "1"}
     env["CUDA_VISIBLE_DEVICES"] = ",".join(d.removeprefix("gpu") for d in devices if d.startswith("gpu"))
+    env.update(CUDA_NUMBERING)  # so that CUDA's device N is the worker's gpuN
     command = kinds.get(job.kind).command(job)
     argv = [sys.executable, str(PROCGROUP), str(os.getpid()), str(settings.JOB_ABORT_GRACE_SECONDS), "--", *command]
-    with open(folder / "log.txt", "ab") as log_file:
+    with open(folder / jobfiles.LOG, "ab") as log_file:
         return subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 cwd=folder, env=env, start_new_session=True)
+
+
+def job_environment() -> dict[str, str]:
+    """The worker's environment less anything that may hold a secret (the
+    secret key, database and Redis addresses with their passwords, tokens):
+    a job may run its owner's code, and needs none of them."""
+    return {name: value for name, value in os.environ.items()
+            if not any(marker in name.upper() for marker in SECRET_MARKERS)}
 
 
 def supervise(job: Job, process: subprocess.Popen) -> int:
     """Relay the job's log and events until its process group ends; pass on
     an abort. Returns the exit code."""
     forwarder = Forwarder(job.pk, job.folder)
-    log_tail = LogTail(job.folder / "log.txt")
+    log_tail = LogTail(job.folder / jobfiles.LOG)
     progress_written = job.progress
     last_progress_write = last_abort_check = 0.0
     abort_sent = False
@@ -137,20 +179,51 @@ def supervise(job: Job, process: subprocess.Popen) -> int:
 
 
 def finish(job: Job, code: int) -> None:
+    """Record how the job's process ended: ``code`` is the supervisor's exit
+    code, negative when a signal this app did not send killed the job."""
     job.refresh_from_db()
     if job.abort_requested:
         job.transition(Status.ABORTED, frm=[Status.RUNNING], message="Aborted")
     elif code == 0:
         job.transition(Status.DONE, frm=[Status.RUNNING], message="Finished")
+    elif code < 0:
+        killed(job, _signal_name(-code))
     else:
         message = failure_message(job, code)
         job.transition(Status.FAILED, frm=[Status.RUNNING], message=message, error=message)
 
 
+def killed(job: Job, signal_name: str) -> None:
+    """The job's process was killed from outside (the out-of-memory killer,
+    say): requeue a kind that resumes and left its resume file, within
+    ``JOB_MAX_ATTEMPTS``; fail it with the reason otherwise."""
+    kind = kinds.find(job.kind)
+    resume_file = kind.resume_file if kind else ""
+    attempts = settings.JOB_MAX_ATTEMPTS
+    what = f"The job's process was killed by {signal_name} (not by this app; out of memory?) during attempt {job.attempt}"
+    if resume_file and (job.folder / resume_file).is_file() and job.attempt < attempts:
+        message = f"{what} of {attempts}; requeued to resume from its last snapshot."
+        if job.transition(Status.QUEUED, frm=[Status.RUNNING], message=message, worker=""):
+            enqueue(job)
+        return
+    if not resume_file or not (job.folder / resume_file).is_file():
+        message = f"{what}, and it left nothing to resume from."
+    else:
+        message = f"{what}; giving up after {attempts} attempts."
+    job.transition(Status.FAILED, frm=[Status.RUNNING], message=message, error=message)
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
 def failure_message(job: Job, code: int) -> str:
     """The job's own error event if it wrote one, else its exit code and last log lines."""
-    errors = [e for e in eventlog.read_all(job.folder) if e["kind"] == "error"]
+    errors = [e for e in eventseek.tail(job.folder, FAILURE_EVENTS) if e["kind"] == "error"]
     if errors:
         return str(errors[-1]["data"]["message"])
-    tail = tail_lines(job.folder / "log.txt", 10)
+    tail = tail_lines(job.folder / jobfiles.LOG, 10)
     return f"The job's process exited with code {code}." + ("\n" + "\n".join(tail) if tail else "")

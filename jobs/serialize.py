@@ -32,6 +32,8 @@ def job_summary(job: Job) -> dict[str, Any]:
         "started_at": _iso(job.started_at),
         "finished_at": _iso(job.finished_at),
         "elapsed_seconds": job.elapsed_seconds(),
+        # The pages add the current run's time to it as it goes (since ``started_at``).
+        "ended_runs_seconds": job.ended_runs_seconds(),
         "eta_seconds": job.eta_seconds(),
         "queue_position": job.queue_position(),
         "url": reverse("job", args=[job.pk]),
@@ -41,20 +43,22 @@ def job_summary(job: Job) -> dict[str, Any]:
 
 
 def transition(t: JobTransition) -> dict[str, Any]:
-    return {"status": t.status, "at": _iso(t.at), "message": t.message}
+    """One entry of ``Job.history()``: Running ones carry their attempt's number."""
+    return {"status": t.status, "at": _iso(t.at), "message": t.message, "attempt": t.attempt_number}
 
 
 def job_detail(job: Job) -> dict[str, Any]:
     return {
         **job_summary(job),
         "notes": job.notes,
-        "params": job.params,
+        "params": kinds.public_params(job),
         "resources": job.resources,
         "held": job.held,
         "worker": job.worker,
         "attempt": job.attempt,
         "abort_requested": job.abort_requested,
         "error": job.error,
+        "lost_dependencies": job.lost_dependency_notices(),
         "resumable": services.resumable(job),
-        "history": [transition(t) for t in job.transitions.all()],
+        "history": [transition(t) for t in job.history()],
     }

@@ -12,19 +12,12 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from . import bus, kinds
+from digitslike.api import ActionError
+
+from . import bus, kinds, permissions, quotas
 from .events import publish
 from .models import ACTIVE, PENDING, Job, JobTransition, Status
 from .queue import enqueue
-
-
-class ActionError(Exception):
-    """A request that does not fit the job's state or the user's rights."""
-
-    def __init__(self, message: str, status: int = 409) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
 
 
 def require_change(job: Job, user: User) -> None:
@@ -37,7 +30,9 @@ def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources:
     """Create and queue a job. ``prepare(job)`` may put files into the job's
     folder (an upload, say) before it is queued."""
     kinds.get(kind)  # an unknown kind is a programming error, not a user's
+    refuse_without_permission(owner, kind, params)
     with transaction.atomic():
+        refuse_over_quota(owner)
         job = Job.objects.create(kind=kind, name=name, group=group, notes=notes, owner=owner,
                                  params=params, resources=resources)
         # A new job starts with an empty folder, even where a rolled-back
@@ -45,14 +40,25 @@ def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources:
         shutil.rmtree(job.folder, ignore_errors=True)
         if prepare:
             prepare(job)
-        JobTransition.objects.create(job=job, status=Status.QUEUED, message="Submitted")
-        transaction.on_commit(lambda: _announce_and_enqueue(job))
+        submitted = JobTransition.objects.create(job=job, status=Status.QUEUED, message="Submitted")
+        transaction.on_commit(lambda: _announce_and_enqueue(job, submitted))
     return job
 
 
-def _announce_and_enqueue(job: Job) -> None:
+def refuse_without_permission(owner: User, kind: str, params: dict[str, Any]) -> None:
+    if refusal := permissions.missing(owner, kind, params):
+        raise ActionError(refusal, status=403)
+
+
+def refuse_over_quota(owner: User) -> None:
+    if refused := quotas.refusal(owner):
+        raise ActionError(*refused)
+
+
+def _announce_and_enqueue(job: Job, submitted: JobTransition) -> None:
     bus.forget(job.pk)
-    publish(job, "status", {"status": Status.QUEUED, "message": "Submitted", "progress": 0.0})
+    publish(job, "status", {"status": Status.QUEUED, "message": "Submitted", "progress": 0.0,
+                            "transition": submitted.pk})
     enqueue(job)
 
 
@@ -89,6 +95,9 @@ def resume(job: Job, user: User) -> Job:
         raise ActionError(f"The job is {job.get_status_display().lower()}; only an aborted or failed job can be resumed.")
     if not (job.folder / resume_file).is_file():
         raise ActionError(f"The run left no checkpoint ({resume_file}) to resume from; clone it to start again.")
+    refuse_if_lost_dependencies(job, "resumed")
+    refuse_without_permission(job.owner, job.kind, job.params)
+    refuse_over_quota(job.owner)
     # A resumed job gets a fresh count of attempts: the ones before ended it.
     if not job.transition(Status.QUEUED, frm=[Status.ABORTED, Status.FAILED],
                           message=f"Resumed by {user.username} from its last checkpoint",
@@ -102,33 +111,44 @@ def clone(job: Job, user: User) -> Job:
     """A new job with the same settings, owned by whoever clones it (the
     owner or staff)."""
     require_change(job, user)
+    refuse_if_lost_dependencies(job, "cloned")
     return submit(user, job.kind, f"{job.name} (clone)", dict(job.params), dict(job.resources),
                   group=job.group, notes=job.notes)
 
 
 def delete(job: Job, user: User) -> None:
+    """Delete a finished job and its folder. The jobs that use it
+    (``JobKind.dependents``) are told: each records the loss, which its page
+    shows and which stops it from being resumed, cloned or started."""
     require_change(job, user)
     if job.status in ACTIVE:
         raise ActionError("The job is still active; abort it before deleting it.")
-    _refuse_if_used(job)
+    kind = kinds.find(job.kind)
+    dependents = list(kind.dependents(job)) if kind and kind.dependents else []
+    lost = {"id": job.pk, "label": kind.label if kind else "job", "name": job.name, "by": user.username}
     job_id = job.pk
     job.delete_with_folder()
     bus.forget(job_id)
+    for dependent in dependents:
+        _tell_lost(dependent, lost)
+
+
+def _tell_lost(dependent: Job, lost: dict[str, Any]) -> None:
+    with transaction.atomic():
+        dependent = Job.objects.select_for_update().get(pk=dependent.pk)
+        dependent.lost_dependencies = [*dependent.lost_dependencies, lost]
+        dependent.save(update_fields=["lost_dependencies"])
+    publish(dependent, "dependency_deleted", {**lost, "message": dependent.lost_dependency_notices()[-1]})
+
+
+def refuse_if_lost_dependencies(job: Job, action: str) -> None:
+    if job.lost_dependencies:
+        raise ActionError(f"{' '.join(job.lost_dependency_notices())} The job cannot be {action}.")
 
 
 def _label(job: Job) -> str:
     kind = kinds.find(job.kind)
     return kind.label.lower() if kind else "job"
-
-
-def _refuse_if_used(job: Job) -> None:
-    """Refuse to delete a job that others use (``JobKind.dependents``)."""
-    kind = kinds.find(job.kind)
-    users = list(kind.dependents(job)) if kind and kind.dependents else []
-    if not users:
-        return
-    names = ", ".join(f"“{u.name}” (#{u.pk})" for u in users[:5])
-    raise ActionError(f"This {_label(job)} is used by {len(users)} job(s): {names}. Delete them first.")
 
 
 def update(job: Job, user: User, changes: dict[str, str]) -> Job:
@@ -142,7 +162,7 @@ def update(job: Job, user: User, changes: dict[str, str]) -> Job:
 
 
 def filtered_jobs(params: dict[str, str]) -> QuerySet[Job]:
-    jobs = Job.objects.select_related("owner")
+    jobs = Job.objects.select_related("owner").prefetch_related("transitions")
     if params.get("category"):
         jobs = jobs.filter(kind__in=kinds.names_in(params["category"]))
     if params.get("status"):

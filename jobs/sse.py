@@ -1,7 +1,8 @@
 """Server-Sent Events: one stream per page.
 
 - a job's page: the job's events, first its history from ``events.jsonl``
-  (after ``Last-Event-ID`` or ``?since=``), then live from its Redis stream;
+  (after ``Last-Event-ID`` or ``?since=``, read from where those begin),
+  then live from its Redis stream;
   each event's SSE id is its ``seq``, so a reconnecting browser misses none;
 - list pages: the status and progress of every job, from the shared stream,
   with Redis stream ids as SSE ids;
@@ -26,9 +27,9 @@ import redis
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 
-from trainer import events as eventlog
+from digitslike.api import error
 
-from . import bus, resources
+from . import bus, eventseek, resources
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,7 @@ async def _stream_end(stream: str) -> str:
 async def job_events(job_id: int, folder: Path, after_seq: int) -> AsyncIterator[str]:
     stream = bus.job_stream(job_id)
     extras = Extras()
-    reader = eventlog.Reader(folder, after_seq)
+    reader = eventseek.reader_after(folder, after_seq)  # reads only the events after it
     position: str | None = None
     yield "retry: 1000\n\n"
     while True:
@@ -203,5 +204,5 @@ def event_stream(iterator: AsyncIterator[str]) -> StreamingHttpResponse:
 async def signed_in(request: HttpRequest) -> JsonResponse | None:
     user = await request.auser()
     if not user.is_authenticated:
-        return JsonResponse({"error": "Sign in to follow live events."}, status=401)
+        return error("Sign in to follow live events.", 401)
     return None

@@ -4,8 +4,9 @@
 from celery import shared_task
 
 from . import runner, workerinfo
+from .queue import RUN_TASK
 
 
-@shared_task(name="jobs.run")
+@shared_task(name=RUN_TASK)
 def run(job_id: int) -> None:
     runner.run_job(job_id, workerinfo.current())

@@ -3,21 +3,21 @@ or redirects; the rules live in ``services``."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from trainer import events as eventlog
+from digitslike.api import ActionError, error
+from trainer import jobfiles
 
-from . import bus, kinds, resources, serialize, services, sse
+from . import bus, eventseek, kinds, resources, serialize, services, sse, streamslots
 from .forms import JobEditForm
 from .logfile import tail_lines
-from .models import Job, Status
+from .models import Job
 
 LOG_TAIL_LINES = 200
 
@@ -54,21 +54,21 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(Job.objects.select_related("owner"), pk=job_id)
-    history = eventlog.read_all(job.folder)
     context = {
         "job": job,
         "detail": serialize.job_detail(job),
         "can_change": job.can_change(request.user),
-        "log_lines": tail_lines(job.folder / "log.txt", LOG_TAIL_LINES),
-        "since": history[-1]["seq"] if history else 0,
-        # From the same file as the stream that continues it, so no state is
-        # shown twice or missed (the database may be a step ahead of the file).
-        "status_history": [
-            {"label": Status(e["data"]["status"]).label, "at": datetime.fromtimestamp(e["t"], UTC),
-             "message": e["data"].get("message", "")}
-            for e in history if e["kind"] == "status"
-        ],
+        "log_lines": tail_lines(job.folder / jobfiles.LOG, LOG_TAIL_LINES),
+        # The page's stream starts after the file's last event, found from
+        # its end, so a long job's page opens as fast as a new one's.
+        "since": eventseek.last_seq(job.folder),
+        # The status history from the database: a state recorded there whose
+        # event the stream then brings (the database may be a step ahead of
+        # the file) carries its transition's id, and the page skips it.
+        "status_history": job.history(),
         "edit_form": JobEditForm(instance=job),
+        "settings_table": kinds.settings_table(job),
+        "settings_json": kinds.public_params(job),
     }
     kind = kinds.get(job.kind)
     if kind.page_template:
@@ -82,7 +82,7 @@ def resources_page(request: HttpRequest) -> HttpResponse:
     return render(request, "jobs/resources.html", {"snapshot": resources.snapshot()})
 
 
-def _refused(request: HttpRequest, job_id: int, exc: services.ActionError) -> HttpResponse:
+def _refused(request: HttpRequest, job_id: int, exc: ActionError) -> HttpResponse:
     """Show the job page again with the reason, under the refusal's status code
     (403 for someone else's job, 409 for an action that does not fit its state)."""
     messages.error(request, exc.message)
@@ -95,7 +95,7 @@ def _act(request: HttpRequest, job_id: int, action, done: str) -> HttpResponse:
     job = get_object_or_404(Job, pk=job_id)
     try:
         result = action(job, request.user)
-    except services.ActionError as exc:
+    except ActionError as exc:
         return _refused(request, job_id, exc)
     messages.success(request, done)
     return redirect("job", result.pk) if isinstance(result, Job) else redirect("job", job.pk)
@@ -125,7 +125,7 @@ def delete(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(Job, pk=job_id)
     try:
         services.delete(job, request.user)
-    except services.ActionError as exc:
+    except ActionError as exc:
         return _refused(request, job_id, exc)
     messages.success(request, f"Deleted “{job.name}”.")
     return redirect("home")
@@ -138,10 +138,10 @@ def edit(request: HttpRequest, job_id: int) -> HttpResponse:
     form = JobEditForm(request.POST)
     if not form.is_valid():
         problems = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
-        return _refused(request, job_id, services.ActionError(f"Not saved: {problems}", status=400))
+        return _refused(request, job_id, ActionError(f"Not saved: {problems}", status=400))
     try:
         services.update(job, request.user, form.cleaned_data)
-    except services.ActionError as exc:
+    except ActionError as exc:
         return _refused(request, job_id, exc)
     messages.success(request, "Saved.")
     return redirect("job", job_id)
@@ -152,14 +152,24 @@ async def job_events(request: HttpRequest, job_id: int) -> HttpResponse:
         return refused
     job = await Job.objects.filter(pk=job_id).afirst()
     if job is None:
-        return JsonResponse({"error": "No such job."}, status=404)
+        return error("No such job.", 404)
     last = request.headers.get("Last-Event-ID") or request.GET.get("since") or "0"
     after = int(last) if last.isdigit() else 0
-    return sse.event_stream(sse.job_events(job.pk, job.folder, after))
+    return await _stream(request, sse.job_events(job.pk, job.folder, after))
 
 
 async def jobs_events(request: HttpRequest) -> HttpResponse:
     if refused := await sse.signed_in(request):
         return refused
     since = request.headers.get("Last-Event-ID") or request.GET.get("since") or None
-    return sse.event_stream(sse.jobs_events(since, detailed=request.GET.get("detail") == "resources"))
+    return await _stream(request, sse.jobs_events(since, detailed=request.GET.get("detail") == "resources"))
+
+
+async def _stream(request: HttpRequest, stream) -> HttpResponse:
+    """The stream, within the user's share of live streams (429 beyond it)."""
+    user = await request.auser()
+    slot = streamslots.take(user.pk, settings.SSE_STREAMS_PER_USER)
+    if slot is None:
+        return error(f"{user.username} has {settings.SSE_STREAMS_PER_USER} live event streams open, "
+                     "the most a user may; close some pages.", 429)
+    return sse.event_stream(streamslots.holding(slot, stream))

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
-from . import leases, workerinfo
+from . import hostload, leases, workerinfo
 from .devices import inventory
 from .models import Job, Status, Worker
 from .reconcile import reconcile
@@ -35,13 +35,19 @@ def connect() -> None:
 
 def beat(info: WorkerInfo) -> None:
     info.devices = inventory(settings.CPU_SLOTS)
+    readings = {"hostname": info.host, "devices": info.devices, "disk": hostload.disk(settings.DATA_DIR)}
     Worker.objects.update_or_create(
         id=info.id,
-        defaults={"hostname": info.host, "devices": info.devices, "last_seen": timezone.now()},
-        create_defaults={"hostname": info.host, "devices": info.devices, "pid": os.getpid(), "queues": _queues()},
+        defaults={**readings, "last_seen": timezone.now()},
+        create_defaults={**readings, "pid": os.getpid(), "queues": _queues()},
     )
+    refresh_leases(info)
+
+
+def refresh_leases(info: WorkerInfo) -> None:
     for job in Job.objects.filter(worker=info.id, status=Status.RUNNING):
-        leases.refresh(info.host, job.held.get("devices", []), job.pk)
+        if taken := leases.refresh(info.host, job.held.get("devices", []), job.pk):
+            log.error("job %s runs on %s, which another job has leased", job.pk, ", ".join(taken))
 
 
 def _queues() -> list[str]:

@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from .devices import inventory
+from .devices import MIG_KIND, inventory
 
 
 @dataclass
@@ -40,7 +40,9 @@ class WorkerInfo:
             return wanted, len(wanted), ""
         count = int(resources.get("count", 1))
         if count > len(have):
-            return [], 0, f"The job asks for {count} {kind.upper()} device(s); worker {self.host} has {len(have)}."
+            refused = " ".join(d["note"] for d in self.devices if d["kind"] == MIG_KIND and kind == "gpu")
+            return [], 0, (f"The job asks for {count} {kind.upper()} device(s); worker {self.host} has {len(have)}."
+                           + (f" {refused}" if refused else ""))
         return have, count, ""
 
 

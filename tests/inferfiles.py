@@ -37,7 +37,7 @@ def untrained_job(folder: Path, dataset: Path, name: str) -> Path:
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps(config))
     model = build(config["network"], 1, 4, 28, 28)
-    checkpoint.save(folder / jobfiles.CHECKPOINTS / jobfiles.LAST, {"model": model.state_dict()})
+    checkpoint.save(folder / jobfiles.LAST_CHECKPOINT, {"model": model.state_dict()})
     return folder
 
 

@@ -5,7 +5,8 @@ module in JOB_KINDS_MODULES, the way an app registers its own:
   and reports progress, with no PyTorch import to wait for;
 - ``probe``: a kind in a tab of its own that says all a kind can say for
   itself (a create form, a resume file, dependents, summary extras), so that
-  ``tests/test_kinds.py`` shows a kind plugging in with no change in ``jobs/``.
+  ``tests/test_kinds.py`` shows a kind plugging in with no change in ``jobs/``;
+  a probe with ``code`` in its params needs the run-code permission.
 """
 
 from django import forms
@@ -35,4 +36,5 @@ def probes_using(job: Job):
 register_category(Category("probes", "Probes", order=90, group_link="probe the group"))
 register(JobKind("probe", "Probe", "probes", python_module("tests.sleeper"), create_form=ProbeForm,
                  resume_file="probe.state", dependents=probes_using,
-                 summary_extra=lambda job: {"probe_steps": job.params.get("steps")}))
+                 summary_extra=lambda job: {"probe_steps": job.params.get("steps")},
+                 required_permission=lambda params: "jobs.run_code" if params.get("code") else None))

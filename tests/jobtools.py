@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from jobs import services
 from jobs.models import Job, Status
@@ -54,3 +55,17 @@ def history(job: Job) -> list[str]:
 
 
 TERMINAL = (Status.DONE, Status.FAILED, Status.ABORTED)
+
+
+def pids_running(folder: Path, module: str) -> list[int]:
+    """Processes working in the job folder ``folder`` that run ``python -m module``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cwd").resolve() == folder.resolve():
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+                if argv[1:3] == [b"-m", module.encode()]:
+                    found.append(int(entry.name))
+        except (FileNotFoundError, PermissionError, ProcessLookupError):
+            continue
+    return found

@@ -2,7 +2,8 @@
 
 Config: ``steps`` (count), ``step_seconds``, and ``exit_code`` (to fail on
 purpose, after writing an ``error`` event); ``ignore_term`` makes it ignore
-SIGTERM so tests can check the SIGKILL after the grace period.
+SIGTERM so tests can check the SIGKILL after the grace period. Its
+``started`` event carries its pid and the names in its environment.
 """
 
 import json
@@ -20,7 +21,7 @@ def main(config_path: str) -> int:
     config = json.loads(Path(config_path).read_text())
     if config.get("ignore_term"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    events.append(job_dir, "started", {"pid": os.getpid(), "t": time.time()})
+    events.append(job_dir, "started", {"pid": os.getpid(), "t": time.time(), "environment": sorted(os.environ)})
     steps = int(config.get("steps", 5))
     for step in range(1, steps + 1):
         time.sleep(float(config.get("step_seconds", 0.1)))

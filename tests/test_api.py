@@ -7,6 +7,7 @@ import re
 import pytest
 from django.test import Client
 from django.urls import URLPattern, get_resolver
+from django.utils import timezone
 
 from accounts.models import ApiToken
 from jobs.models import Job, JobTransition, Status
@@ -140,6 +141,28 @@ def test_job_detail_has_history_times_and_queue_position(alice):
     body = signed_in(alice).get(f"/api/jobs/{job.pk}").json()
     assert body["queue_position"] == 1
     assert body["history"][0]["status"] == "queued" and body["history"][0]["at"]
+
+
+def test_elapsed_time_counts_every_attempt_and_the_history_numbers_them(alice):
+    job = make_job(alice, Status.DONE)
+    start = timezone.now() - timezone.timedelta(hours=1)
+    for minute, status in [(0, Status.QUEUED), (1, Status.RUNNING), (11, Status.ABORTED), (20, Status.QUEUED),
+                           (21, Status.RUNNING), (26, Status.DONE)]:
+        JobTransition.objects.create(job=job, status=status, at=start + timezone.timedelta(minutes=minute))
+    body = signed_in(alice).get(f"/api/jobs/{job.pk}").json()
+    assert body["elapsed_seconds"] == body["ended_runs_seconds"] == 15 * 60
+    assert [t["attempt"] for t in body["history"]] == [None, 1, None, None, 2, None]
+    page = signed_in(alice).get(f"/jobs/{job.pk}/").content.decode()
+    assert "Attempt 1" in page and "Attempt 2" in page
+
+
+def test_elapsed_time_of_a_running_job_adds_the_current_run_to_the_ended_ones(alice):
+    job = make_job(alice, Status.RUNNING)
+    now = timezone.now()
+    for minutes_ago, status in [(30, Status.RUNNING), (20, Status.FAILED), (10, Status.RUNNING)]:
+        JobTransition.objects.create(job=job, status=status, at=now - timezone.timedelta(minutes=minutes_ago))
+    assert job.ended_runs_seconds() == 10 * 60
+    assert 20 * 60 <= job.elapsed_seconds() < 20 * 60 + 30
 
 
 def test_the_log_endpoint_returns_the_tail(alice, settings):

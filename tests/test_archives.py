@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.archives import ArchiveError, Limits, archive_kind, extract
+from trainer.archives import ArchiveError, Limits, archive_kind, extract, list_members
 
 CLASS_FOLDERS = [("cats/a.png", b"cat"), ("dogs/sub/b.png", b"dog")]
 MIB = 1024 * 1024
@@ -282,3 +282,48 @@ def test_a_cp437_zip_name_is_kept_as_zipfile_reads_it(tmp_path):
         assert opened.infolist()[0].flag_bits & 0x800 == 0
     assert extract(archive, tmp_path / "out") == 1
     assert files_under(tmp_path / "out") == {"c/café.txt": b"legacy"}
+
+
+HOSTILE = {
+    "a climbing name": (lambda d: tar_with(d / "a.tar.gz", [("ok/a.txt", b"1"), ("../evil.txt", b"x")], "w:gz"),
+                        "member '../evil.txt' would be written outside the destination"),
+    "a symbolic link": (lambda d: tar_with(d / "a.tar.bz2", [("a/x", b"1"), tar_info("a/l", tarfile.SYMTYPE)], "w:bz2"),
+                        "member 'a/l' is a symbolic link"),
+    "a tar.gz bomb": (lambda d: tar_with(d / "b.tar.gz", [("big.bin", bytes(50 * MIB))], "w:gz"),
+                      "over the 200:1 limit (a possible archive bomb)."),
+    "a zip bomb": (lambda d: zip_with(d / "b.zip", [("big.bin", bytes(50 * MIB))]), "(a possible zip bomb)"),
+    "too many members": (lambda d: tar_with(d / "m.tar", [(f"a/{i}", b"1") for i in range(2_001)]),
+                         "it has more than 2000 members."),
+    "a duplicate": (lambda d: tar_with(d / "t.tar", [("a/x", b"1"), ("a/./x", b"2")]), "member 'a/./x' appears twice."),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+def test_listing_in_place_refuses_what_extracting_refuses_and_leaves_no_copy(tmp_path, case):
+    make, message = HOSTILE[case]
+    with pytest.raises(ArchiveError, match=re.escape(message)):
+        list_members(make(tmp_path), tmp_path / "copy.tar", Limits(max_members=2_000))
+    assert not (tmp_path / "copy.tar").exists()
+
+
+@pytest.mark.parametrize("kind", ["zip", "w", "w:gz", "w:xz"])
+def test_members_read_in_place_from_every_kind(tmp_path, kind):
+    listing = list_members(write_archive(tmp_path / "upload.bin", kind, CLASS_FOLDERS), tmp_path / "copy.tar")
+    assert [(e.name, listing.reader.read(e)) for e in listing.files] == CLASS_FOLDERS
+    assert listing.folders == {("cats",), ("dogs",), ("dogs", "sub")}
+    assert (tmp_path / "copy.tar").exists() == (kind in ("w:gz", "w:xz"))
+
+
+def test_a_member_read_in_place_is_refused_when_it_holds_more_than_it_declares(tmp_path, monkeypatch):
+    listing = list_members(zip_with(tmp_path / "a.zip", [("a/liar.bin", b"0123456789")]), tmp_path / "copy.tar")
+    monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, *args, **kwargs: io.BytesIO(bytes(5000)))
+    with pytest.raises(ArchiveError, match=re.escape("member 'a/liar.bin' holds more data than its header declares")):
+        listing.reader.read(listing.files[0])
+
+
+def test_a_tar_member_cut_short_is_refused_when_read(tmp_path):
+    archive = tar_with(tmp_path / "a.tar", [("a/x.bin", os.urandom(100_000))])
+    listing = list_members(archive, tmp_path / "copy.tar")
+    archive.write_bytes(archive.read_bytes()[:50_000])
+    with pytest.raises(ArchiveError, match=re.escape("member 'a/x.bin' is cut short")):
+        listing.reader.read(listing.files[0])

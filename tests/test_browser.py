@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 
 from jobs import services
 from jobs.models import Job
+from tests.processes import wait_for
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not shutil.which("chromium"), reason="needs Chromium (scripts/test.sh installs it)")
@@ -192,13 +193,15 @@ def test_configure_a_model_start_it_and_watch_its_charts_grow(page, worker):
     page.wait_for_url("**/jobs/*/")
     page.evaluate("window.notReloaded = true")
     expect(page.locator("#status")).to_have_text("Running", timeout=30_000)
+    # Polled from here: Playwright's wait_for_function compiles its predicate
+    # with eval, which the app's Content-Security-Policy refuses.
     points = "document.getElementById('metrics-chart').data?.[0]?.x?.length ?? 0"
-    page.wait_for_function(f"{points} > 0", timeout=60_000)
-    first = page.evaluate(points)
-    page.wait_for_function(f"{points} > {first}", timeout=60_000)  # the chart grows while it trains
+    first = wait_for(lambda: page.evaluate(points), timeout=60, what="the first points of the metrics chart")
+    wait_for(lambda: page.evaluate(points) > first, timeout=60, what="the chart to grow while it trains")
     expect(page.locator("#snapshots-table tbody tr").first).to_be_visible(timeout=60_000)
     expect(page.locator("#status")).to_have_text("Done", timeout=90_000)
     expect(page.locator("#training-result")).to_contain_text("top-1")
     expect(page.locator("#snapshots-table tbody tr")).to_have_count(4)
     expect(page.locator("#filters-image")).to_be_visible()
+    expect(page.locator("#download-export")).to_be_visible()  # what the run's end brings, live
     assert page.evaluate("window.notReloaded") is True

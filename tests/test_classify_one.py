@@ -67,7 +67,8 @@ def resnet(alice) -> Job:
     model = model_job(alice, "resnet18")
     untrained_job(model.folder, Path(model.params["dataset_dir"]), "resnet18")
     point_at_dataset(model)
-    events.append(model.folder, "snapshot", {"step": 1, "epoch": 1.0, "file": f"{jobfiles.CHECKPOINTS}/{jobfiles.LAST}"})
+    checkpoints = model.folder / jobfiles.CHECKPOINTS
+    shutil.copyfile(checkpoints / jobfiles.LAST, checkpoints / jobfiles.BEST)
     events.append(model.folder, "result", {"epochs": 1})
     return model
 

@@ -3,10 +3,12 @@ build job, the packed store, the report, the pages."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from PIL import Image
 
@@ -198,7 +200,7 @@ def test_text_lists_with_a_prefix_and_labels(client, roots, worker):
     assert any("not 'path label'" in r for r in reasons)
 
 
-def test_the_dataset_page_gallery_and_delete_refusal(client, roots, worker, alice):
+def test_the_dataset_page_gallery_and_deleting_a_dataset_a_model_uses(client, roots, worker, alice):
     class_folders(roots / "s", {"red": 3, "blue": 3})
     job = built(create(client, source="folder", train_folder=str(roots / "s"), width=4, height=4,
                        val_percent=0).json()["id"])
@@ -213,11 +215,10 @@ def test_the_dataset_page_gallery_and_delete_refusal(client, roots, worker, alic
 
     model = Job.objects.create(kind="sleep", name="uses it", owner=alice, params={"dataset": job.pk},
                                status=Status.DONE)
-    refused = client.delete(f"/api/jobs/{job.pk}")
-    assert refused.status_code == 409 and "used by 1 job(s): “uses it”" in refused.json()["error"]
-    model.delete()
     assert client.delete(f"/api/jobs/{job.pk}").status_code == 204
     assert not job.folder.exists()
+    model.refresh_from_db()
+    assert model.lost_dependency_notices() == [f"Its dataset “{job.name}” (#{job.pk}) was deleted by alice."]
 
 
 def test_the_resize_preview(client, roots):
@@ -225,14 +226,24 @@ def test_the_resize_preview(client, roots):
     response = client.post("/datasets/preview", {"folder": str(roots / "s"), "width": 3, "height": 5,
                                                  "resize_mode": "crop", "image_type": "color"})
     assert response["Content-Type"] == "image/png"
-    import io
-
     image = Image.open(io.BytesIO(response.content))
     assert image.size == (3, 5) and image.getpixel((1, 2)) == (255, 0, 0)
     refused = client.post("/datasets/preview", {"folder": "/etc", "width": 3, "height": 5})
     assert refused.status_code == 400 and "not inside" in refused.json()["error"]
     nothing = client.post("/datasets/preview", {"folder": "", "width": 3, "height": 5})
     assert nothing.status_code == 400 and "Choose an image" in nothing.json()["error"]
+
+
+def test_the_preview_takes_an_upload_spooled_to_disk_and_refuses_a_too_large_one(client, tmp_path):
+    # Over FILE_UPLOAD_MAX_MEMORY_SIZE, so it is spooled to a file and decoded from there.
+    big = tmp_path / "big.png"
+    Image.effect_noise((700, 700), 64).convert("RGB").save(big)
+    with open(big, "rb") as image:
+        answer = client.post("/datasets/preview", {"image": image, "width": 4, "height": 4, "image_type": "color"})
+    assert answer.status_code == 200 and Image.open(io.BytesIO(answer.content)).size == (4, 4)
+    huge = SimpleUploadedFile("huge.png", b"\0" * (8 * 2**20 + 1), content_type="image/png")
+    refused = client.post("/datasets/preview", {"image": huge, "width": 4, "height": 4})
+    assert refused.status_code == 400 and "up to 8 MiB" in refused.json()["error"]
 
 
 def test_the_sample_dataset_is_made_offline(alice, worker, db_url):
@@ -272,3 +283,17 @@ def test_uploaded_text_lists(client, roots, worker, tmp_path):
     job = built(response.json()["id"])
     assert manifest(job)["splits"]["train"]["per_class"] == [2, 2]
     assert (job.folder / "upload" / "train_list.txt").read_text().startswith("red/000.png 1")
+
+
+def test_the_settings_show_the_users_names_and_no_server_path(client, roots, tmp_path):
+    archive = tar_of(class_folders(tmp_path / "photos", {"red": 2, "blue": 2}), tmp_path / "mine.tar")
+    with open(archive, "rb") as upload:
+        answer = client.post("/api/datasets", {"name": "from tar", "source": "archive", "archive": upload})
+    assert answer.status_code == 201, answer.content
+    job = Job.objects.get(pk=answer.json()["id"])
+    assert str(job.folder) in json.dumps(job.params), "the build needs where the upload was kept"
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    shown = json.dumps(client.get(f"/api/jobs/{job.pk}").json()["params"])
+    for server_path in (str(roots), str(job.folder)):
+        assert server_path not in page and server_path not in shown
+    assert "<td>Archive</td><td>mine.tar</td>" in page

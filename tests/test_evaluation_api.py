@@ -59,6 +59,8 @@ def test_evaluate_queues_an_evaluation_of_the_models_split(alice):
     assert job.params["source"] == {"type": "split", "split": "test"}
     assert job.params["model"] == model.pk and job.params["snapshot"] is None
     assert response.json()["note"] == ""
+    shown = client_for(alice).get(f"/api/jobs/{job.pk}").json()["params"]
+    assert str(model.folder) not in json.dumps(shown) and "roots" not in shown, "no server path for users"
 
 
 def test_a_model_still_training_is_evaluated_with_a_note(alice):
@@ -198,3 +200,43 @@ def test_the_model_page_offers_evaluate_and_the_group_page_compare(alice):
     assert client.get(f"/evaluations/{evaluation.pk}/images/0.png")["Content-Type"] == "image/png"  # the dataset's
     assert client.get(f"/evaluations/{evaluation.pk}/images/99999.png").status_code == 404
     assert client.get(f"/evaluations/{evaluation.pk}/download/csv").status_code == 404
+
+
+def test_a_list_line_that_links_outside_the_roots_is_refused(alice, tmp_path):
+    model = model_with_snapshot(alice)
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"not yours")
+    link = imports() / "innocent.png"
+    link.unlink(missing_ok=True)
+    link.symlink_to(secret)
+    body = {"model": model.pk, "source": "list", "list_text": f"{link} horizontal"}
+    assert "line 1" in refused(post(client_for(alice), "/api/evaluations", body), "list_text")
+
+
+@pytest.mark.parametrize("query,field", [
+    ({"label": "abc"}, "label"), ({"label": "4"}, "label"), ({"predicted": "-1"}, "predicted"),
+    ({"outcome": "bogus"}, "outcome"), ({"size": "501"}, "size"), ({"rows": "0,x"}, "rows"), ({"page": "1.5"}, "page"),
+])
+def test_the_rows_api_refuses_bad_filters(alice, query, field):
+    model = model_with_snapshot(alice)
+    evaluation = Job.objects.get(pk=post(client_for(alice), f"/api/models/{model.pk}/evaluate", {}).json()["id"])
+    (evaluation.folder / "evaluation").mkdir(parents=True)
+    (evaluation.folder / "evaluation" / "report.json").write_text(json.dumps({"classes": ["a", "b", "c", "d"]}))
+    (evaluation.folder / "evaluation" / "results.json").write_text(json.dumps({"rows": []}))
+    assert refused(client_for(alice).get(f"/api/evaluations/{evaluation.pk}/rows", query), field)
+
+
+def test_the_new_evaluation_page_queues_a_folder_and_shows_field_errors(alice):
+    model = model_with_snapshot(alice)
+    folder = imports() / "page"
+    write_bars(folder / "vertical", [1])
+    client = client_for(alice)
+    page = client.get(f"/evaluations/new/?model={model.pk}")
+    assert f'<option value="{model.pk}" selected>'.encode() in page.content
+    fields = {"model": model.pk, "source": "folder", "top_n": 5, "device": "cpu"}
+    bad = client.post("/evaluations/new/", {**fields, "folder": "/etc"})
+    assert bad.status_code == 200 and b"not inside the folders" in bad.content
+    good = client.post("/evaluations/new/", {**fields, "folder": str(folder)})
+    job = Job.objects.get(kind="evaluation")
+    assert good["Location"] == f"/jobs/{job.pk}/"
+    assert job.params["source"] == {"type": "folder", "path": str(folder.resolve())}

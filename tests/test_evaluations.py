@@ -12,9 +12,11 @@ import zipfile
 
 from django.test import Client
 
+from jobs import services as job_services
 from jobs.models import Job, Status
-from tests.evalfiles import imports, trained_model, write_bars
+from tests.evalfiles import imports, submit_list, trained_model, write_bars
 from tests.jobtools import events_of, wait_status
+from tests.processes import wait_for
 from trainer.evaluation_files import OUTPUT
 from trainer.inference import classify, load_model
 
@@ -90,8 +92,8 @@ def test_a_trained_model_evaluated_on_its_test_split_and_on_a_labelled_list(alic
     assert str(imports()) not in json.dumps(rows_of(client, listed)["rows"][0]["image"])
 
 
-def test_a_folder_with_class_subfolders_an_unreadable_file_and_an_unknown_folder(alice, worker):
-    model = trained_model(alice)
+def test_a_folder_with_class_subfolders_an_unreadable_file_and_an_unknown_folder_then_compare(alice, worker):
+    model = trained_model(alice, group="sweep")
     folder = imports() / "mixed"
     write_bars(folder / "vertical", [1, 1])
     write_bars(folder / "junk", [0])
@@ -108,6 +110,14 @@ def test_a_folder_with_class_subfolders_an_unreadable_file_and_an_unknown_folder
         ("junk/000-horizontal.png", None, "unlabelled"), ("vertical/000-vertical.png", "vertical", "correct"),
         ("vertical/001-vertical.png", "vertical", "correct"), ("vertical/notes.png", "vertical", "unreadable")]
     assert "cannot be used as an image" in rows[3]["error"] and rows[3]["image"] is None
+
+    compared = client_for(alice).post("/api/compare/sweep", data=json.dumps({"split": "val"}),
+                                      content_type="application/json")
+    assert compared.status_code == 201, compared.content
+    wait_status(Job.objects.get(pk=compared.json()["jobs"][0]["id"]), Status.DONE, timeout=TIMEOUT)
+    compare_rows = client_for(alice).get("/api/compare/sweep").json()["evaluations"]
+    assert [(row["model"], row["split"], row["status"], row["count"]) for row in compare_rows] == [(model.pk, "val", "done", 120)]
+    assert compare_rows[0]["top1"] >= 0.9
 
 
 def zip_of(files: dict[str, bytes]) -> io.BytesIO:
@@ -150,3 +160,15 @@ def test_archives_and_a_deleted_model(alice, worker_factory, tmp_path):
     gone = wait_status(gone, Status.DONE, Status.FAILED, timeout=TIMEOUT)
     assert gone.status == Status.FAILED and "gone" in gone.error
     assert not (gone.folder / OUTPUT).exists()
+
+
+
+def test_an_aborted_evaluation_leaves_no_results(alice, worker):
+    model = trained_model(alice)
+    image = write_bars(imports() / "many", [0])[0]
+    job = submit_list(alice, model, f"{image} horizontal\n" * 100_000)
+    wait_for(lambda: any(e["data"]["done"] for e in events_of(job, "progress")), timeout=TIMEOUT,
+             what="the evaluation to classify its first images")
+    job_services.abort(job, alice)
+    job = wait_status(job, Status.ABORTED, timeout=30)
+    assert not (job.folder / OUTPUT).exists() and not (job.folder / f"{OUTPUT}.partial").exists()

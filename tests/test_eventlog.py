@@ -3,7 +3,7 @@
 import multiprocessing
 
 from jobs.logfile import TAIL_BYTES, LogTail, tail_lines
-from trainer import events
+from trainer import events, jobfiles
 
 
 def _append_many(job_dir, writer, count):
@@ -29,10 +29,10 @@ def test_the_reader_returns_only_new_complete_lines(tmp_path):
     assert reader.read() == []  # no file yet
     events.append(tmp_path, "a", {})
     assert [e["kind"] for e in reader.read()] == ["a"]
-    with open(tmp_path / events.FILENAME, "ab") as handle:
+    with open(tmp_path / jobfiles.EVENTS, "ab") as handle:
         handle.write(b'{"seq":2,"t":0,"kind":"b","da')  # a writer half-way through a line
     assert reader.read() == []
-    with open(tmp_path / events.FILENAME, "ab") as handle:
+    with open(tmp_path / jobfiles.EVENTS, "ab") as handle:
         handle.write(b'ta":{}}\n')
     assert [e["kind"] for e in reader.read()] == ["b"]
 

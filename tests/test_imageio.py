@@ -152,3 +152,23 @@ def test_unknown_mode_and_bad_size():
         resize(Image.new("L", (2, 2)), 2, 2, "stretch", RNG)
     with pytest.raises(ValueError):
         resize(Image.new("L", (2, 2)), 0, 2, "crop", RNG)
+
+
+def jpeg_of_size(width: int, height: int, orientation: int = 1) -> bytes:
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    return encoded(Image.new("RGB", (width, height), (90, 120, 150)), "JPEG", exif=exif.tobytes())
+
+
+@pytest.mark.parametrize(("mode", "decoded"), [("squash", (400, 100)), ("crop", (400, 100)), ("fill", (200, 50)),
+                                               ("half_crop", (200, 50))])
+def test_jpeg_decodes_at_the_size_the_resize_mode_needs(mode, decoded):
+    image = load_image(jpeg_of_size(1600, 400), 3, draft=(64, 64), resize_mode=mode)
+    assert image.size == decoded
+    assert resize(image, 64, 64, mode, RNG).shape == (64, 64, 3)
+
+
+def test_a_turned_jpeg_is_never_decoded_smaller_than_its_target():
+    image = load_image(jpeg_of_size(1000, 300, orientation=6), 3, draft=(256, 64))
+    assert image.size == (300, 1000)  # shown turned; 150 wide would have to be stretched to 256
+    assert load_image(jpeg_of_size(1000, 300, orientation=6), 3, draft=(64, 256)).size == (150, 500)

@@ -16,7 +16,7 @@ from PIL import Image
 
 from tests.inferfiles import bar_images, png, trained_job
 from tests.trainfiles import make_dataset
-from trainer import checkpoint, events, jobfiles
+from trainer import checkpoint, jobfiles
 from trainer.inference import InferenceError, ModelNotFound, classify, evaluate_split, load_model, logits, preprocess
 from trainer.networks import build
 
@@ -72,7 +72,7 @@ def test_a_colour_image_is_converted_for_a_grayscale_model_and_resized(job):
 def test_a_model_still_training_uses_its_newest_snapshot_and_says_so(tmp_path, job):
     running = tmp_path / "running"
     shutil.copytree(job, running)
-    (running / events.FILENAME).write_text("")
+    (running / jobfiles.EVENTS).write_text("")
     loaded = load_model(running)
     assert loaded.snapshot.startswith("epoch-") or loaded.snapshot == jobfiles.LAST
     assert "still training" in loaded.note

@@ -1,6 +1,9 @@
 """What happens when the machinery fails under a running job: the worker is
 killed, or Redis restarts."""
 
+import shutil
+import time
+
 import httpx
 
 from accounts.models import ApiToken
@@ -78,3 +81,27 @@ def test_restarting_redis_during_a_job_loses_nothing(alice, worker, web, redis_s
              timeout=30, what="live updates on the listing stream after the restart")
     listing.close()
     follower.close()
+
+
+# Redis stays down for several times WORKER_DEAD_AFTER_SECONDS (3 s in the
+# suite): heartbeats fail and every lease's time runs out meanwhile.
+REDIS_DOWN_SECONDS = 10
+
+
+def test_redis_lost_with_all_its_data_mid_job_the_job_finishes_and_no_slot_is_used_twice(alice, worker, redis_server):
+    job = submit_sleep(alice, steps=60, step_seconds=0.25)
+    child_pid(job)
+    waiting = submit_sleep(alice, steps=2, name="waits for the slot")
+
+    redis_server.stop()
+    shutil.rmtree(redis_server.folder)  # its append-only file too: a Redis that comes back empty
+    time.sleep(REDIS_DOWN_SECONDS)
+    redis_server.start()
+
+    job = wait_status(job, Status.DONE, timeout=120)
+    waiting = wait_status(waiting, Status.DONE, timeout=120)
+    assert [e["data"]["step"] for e in events_of(job, "progress")] == list(range(1, 61)), "every event exactly once"
+    seqs = [e["seq"] for e in events_of(job)]
+    assert seqs == sorted(set(seqs))
+    finished = job.transitions.get(status=Status.DONE).at
+    assert waiting.transitions.get(status=Status.RUNNING).at >= finished, "the one CPU slot was never held twice"

@@ -3,8 +3,10 @@ child processes."""
 
 import time
 
+from django.test import Client
+
 from jobs import services
-from jobs.models import Status
+from jobs.models import Status, Worker
 from jobs.queue import enqueue
 from tests.jobtools import (
     alive,
@@ -14,6 +16,7 @@ from tests.jobtools import (
     submit_sleep,
     wait_status,
 )
+from tests.processes import wait_for
 
 
 def test_a_job_runs_to_done_and_its_events_arrive_in_order(alice, worker):
@@ -104,3 +107,18 @@ def test_a_duplicated_delivery_runs_the_job_once(alice, worker):
     assert len(events_of(job, "started")) == 1
     assert job.attempt == 1
     assert history(job) == ["queued", "waiting", "running", "done"]
+
+
+def test_the_resources_page_shows_a_real_workers_disk_cpu_and_memory(alice, worker):
+    # The CPU reading is the use between two heartbeats: there is one from the second beat on.
+    wait_for(lambda: any(d.get("utilization") is not None for w in Worker.alive() for d in w.devices),
+             what="a heartbeat with a CPU reading")
+    client = Client()
+    client.force_login(alice)
+    (reported,) = client.get("/api/resources").json()["workers"]
+    assert 0 < reported["disk"]["free"] <= reported["disk"]["total"]
+    cpu = next(d for d in reported["devices"] if d["kind"] == "cpu")
+    assert 0 <= cpu["utilization"] <= 100
+    assert 0 < cpu["memory_used"] < cpu["memory_total"]
+    page = client.get("/resources/").content.decode()
+    assert '"disk": {"free":' in page and '"utilization":' in page

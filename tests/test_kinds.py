@@ -3,6 +3,7 @@ kind of ``tests/jobkinds.py``) gets its tab, its creation over the API, its
 resuming, the dependents check and its summary extras from ``jobs/``, which
 names no kind."""
 
+import html
 import json
 import re
 from pathlib import Path
@@ -13,6 +14,8 @@ from django.test import Client
 
 from jobs import kinds, services
 from jobs.models import Job, Status
+from tests.jobtools import wait_status
+from trainer import events as eventlog
 
 
 def signed_in(user):
@@ -36,14 +39,15 @@ def embedded(response, element_id: str):
 
 
 def test_the_apps_categories_make_the_home_tabs_in_their_order(alice):
-    assert [c.name for c in kinds.categories()] == ["datasets", "models", "checks", "probes"]
+    assert [c.name for c in kinds.categories()] == ["datasets", "models", "pretrained", "evaluations", "checks", "probes"]
     probe(alice, name="mine")
     home = signed_in(alice).get("/")
     tabs = embedded(home, "tabs-data")
     assert [(t["id"], t["label"]) for t in tabs] == [
-        ("datasets", "Datasets"), ("models", "Models"), ("checks", "Device checks"), ("probes", "Probes")]
-    assert [t["group_link"] for t in tabs] == ["", "compare curves", "", "probe the group"]
-    assert [j["name"] for j in tabs[3]["jobs"]] == ["mine"]
+        ("datasets", "Datasets"), ("models", "Models"), ("pretrained", "Pretrained models"), ("evaluations", "Evaluations"),
+        ("checks", "Device checks"), ("probes", "Probes")]
+    assert [t["group_link"] for t in tabs] == ["", "compare curves", "", "", "", "probe the group"]
+    assert [j["name"] for j in tabs[5]["jobs"]] == ["mine"]
     assert embedded(home, "active-tab") == "probes"  # the first tab with jobs
 
 
@@ -51,6 +55,7 @@ def test_the_home_page_links_each_kinds_new_page_in_tab_order(alice):
     html = signed_in(alice).get("/").content.decode()
     links = re.findall(r'<a class="button" href="([^"]+)">(New [^<]+)</a>', html)
     assert links == [("/datasets/new/", "New dataset"), ("/models/new/", "New model"),
+                     ("/pretrained/new/", "New pretrained model"), ("/evaluations/new/", "New evaluation"),
                      ("/checks/new/", "New device check")]
 
 
@@ -82,15 +87,33 @@ def test_a_kind_resumes_from_the_file_it_names(alice):
         services.resume(check, alice)
 
 
-def test_a_job_that_others_depend_on_is_not_deleted_before_them(alice):
+def test_a_job_that_others_depend_on_is_deleted_and_they_are_told(alice, bob):
     used = probe(alice, name="used")
-    user = probe(alice, name="user", probe=used.pk)
-    client = signed_in(alice)
-    refused = client.delete(f"/api/jobs/{used.pk}")
-    assert refused.status_code == 409
-    assert refused.json()["error"] == f"This probe is used by 1 job(s): “user” (#{user.pk}). Delete them first."
-    assert client.delete(f"/api/jobs/{user.pk}").status_code == 204
-    assert client.delete(f"/api/jobs/{used.pk}").status_code == 204
+    user = probe(bob, Status.FAILED, name="user", probe=used.pk)
+    assert signed_in(alice).delete(f"/api/jobs/{used.pk}").status_code == 204
+    user.refresh_from_db()
+    notice = f"Its probe “used” (#{used.pk}) was deleted by alice."
+    assert user.lost_dependencies == [{"id": used.pk, "label": "Probe", "name": "used", "by": "alice"}]
+    told = [e["data"] for e in eventlog.read_all(user.folder) if e["kind"] == "dependency_deleted"]
+    assert told == [{"id": used.pk, "label": "Probe", "name": "used", "by": "alice", "message": notice}]
+    client = signed_in(bob)
+    assert notice in html.unescape(client.get(f"/jobs/{user.pk}/").content.decode())
+    assert client.get(f"/api/jobs/{user.pk}").json()["lost_dependencies"] == [notice]
+    refused = client.post(f"/api/jobs/{user.pk}/clone")
+    assert refused.status_code == 409 and refused.json()["error"] == f"{notice} The job cannot be cloned."
+    Path(user.folder / "probe.state").write_text("")
+    refused = client.post(f"/api/jobs/{user.pk}/resume")
+    assert refused.status_code == 409 and refused.json()["error"] == f"{notice} The job cannot be resumed."
+
+
+def test_a_queued_job_whose_dependency_was_deleted_fails_with_the_reason(alice, worker_factory):
+    used = probe(alice, name="used")
+    user = services.submit(alice, "probe", "user", {"probe": used.pk, "steps": 1}, {"device": "cpu", "count": 1})
+    used_id = used.pk
+    services.delete(used, alice)
+    worker_factory()
+    user = wait_status(user, Status.FAILED)
+    assert user.error == f"Its probe “used” (#{used_id}) was deleted by alice. The job cannot run without it."
 
 
 def test_a_summary_carries_what_its_kind_adds_and_nothing_of_other_kinds(alice):

@@ -77,6 +77,7 @@ def test_it_starts_redis_worker_model_server_and_web_prints_the_url_and_ctrl_c_s
     assert len(processes_using(launch_dir)) >= 4  # Redis, worker, model server, web
     style = httpx.get(f"{first.url}/static/css/app.css", timeout=10)
     assert style.status_code == 200 and "max-age" in style.headers["cache-control"]
+    assert httpx.get(f"{first.url}/vendor/plotly.min.js", timeout=10).status_code == 200
     for noise in ("lifespan", "StreamingHttpResponse"):
         assert noise not in first.output(), f"start-up noise: {noise}"
 

@@ -91,14 +91,14 @@ def test_the_page_renders_every_group_and_field_with_digits_defaults(alice, digi
     assert signed_in(alice).get("/").content.decode().count(reverse("new-model")) == 2  # nav and home button
 
 
-def test_the_defaults_are_digits_ones(alice):
+def test_the_defaults_are_digits_ones_but_sgd_with_momentum(alice):
     initial = defaults(NewModelForm)
     assert {k: initial[k] for k in ("epochs", "val_interval", "snapshot_interval", "batch_size", "batch_accumulation",
                                     "solver", "lr", "momentum", "weight_decay", "lr_policy", "step_percent", "gamma",
                                     "mean", "precision", "scale_lr", "early_stopping", "patience", "network_source",
                                     "standard_network")} == {
         "epochs": 30, "val_interval": 1.0, "snapshot_interval": 1.0, "batch_size": "64", "batch_accumulation": 1,
-        "solver": "sgd", "lr": "0.01", "momentum": 0.9, "weight_decay": 0.0001, "lr_policy": "step",
+        "solver": "momentum", "lr": "0.01", "momentum": 0.9, "weight_decay": 0.0001, "lr_policy": "step",
         "step_percent": 33.0, "gamma": 0.1, "mean": "image", "precision": "fp32", "scale_lr": True,
         "early_stopping": "none", "patience": 5, "network_source": "standard", "standard_network": "lenet"}
 
@@ -116,7 +116,7 @@ def test_the_api_creates_a_model_with_the_pages_defaults(alice, digits):
         "dataset": digits.pk, "dataset_dir": str(digits.folder / "dataset"),
         "network": {"source": "standard", "name": "lenet"}, "pretrained": None,
         "epochs": 30, "val_interval": 1.0, "snapshot_interval": 1.0, "batch_size": 64, "batch_accumulation": 1,
-        "solver": "sgd", "lr": 0.01, "momentum": 0.9, "weight_decay": 0.0001,
+        "solver": "momentum", "lr": 0.01, "momentum": 0.9, "weight_decay": 0.0001,
         "lr_policy": {"name": "step", "step_percent": 33.0, "gamma": 0.1, "milestones_percent": [50.0, 75.0],
                       "power": 1.0, "warmup_percent": 0.0},
         "scale_lr": True, "batch_schedule": [], "mean": "image", "crop": None, "translate": 0, "flip": "none",
@@ -298,6 +298,22 @@ def test_visualize_lists_the_layers_for_the_datasets_images_or_says_why_not(alic
     bad = visualize({"source": "layers", "text": "- conv: {kernel: 5}"})
     assert bad.status_code == 400 and "missing argument 'out'" in bad.json()["error"]
     assert "must be a whole number that fits" in visualize({"source": "standard", "name": "lenet"}, crop=29).json()["error"]
+
+
+def test_visualize_builds_no_network_past_its_limits(alice, digits, settings):
+    client = signed_in(alice)
+
+    def visualize(text):
+        return client.post("/models/visualize", json.dumps({"network": {"source": "layers", "text": text},
+                                                              "dataset": digits.pk}), content_type="application/json")
+
+    settings.INSPECT_MAX_PARAMS = 10_000
+    many = visualize("- flatten\n- linear: {out: 4096}\n- linear: {out: classes}")
+    assert many.status_code == 400 and "more than the 10,000 that Visualize builds" in many.json()["error"]
+    settings.INSPECT_MAX_PARAMS = 10**12
+    settings.INSPECT_MEMORY_BYTES = 5 * 1024**3  # torch takes about 4 GiB of address space by itself
+    huge = visualize("- flatten\n- linear: {out: 200000}\n- linear: {out: 4096}\n- linear: {out: classes}")
+    assert huge.status_code == 400 and "more memory than Visualize may use" in huge.json()["error"], huge.json()
     no_data = client.post("/models/visualize", json.dumps({"network": {"source": "standard", "name": "lenet"}}),
                           content_type="application/json")
     assert no_data.status_code == 400 and no_data.json()["error"].startswith("Choose a dataset first")

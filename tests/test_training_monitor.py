@@ -4,10 +4,13 @@ page and the home page's sparklines. Events are written by hand, as the
 trainer would; no worker runs."""
 
 import json
+import re
 
 import pytest
 from django.test import Client
+from django.utils.text import slugify
 
+from digitslike.api import ActionError
 from jobs import queue, services
 from jobs.bus import client as redis_client
 from jobs.models import Job, Status
@@ -105,7 +108,8 @@ def test_the_files_view_serves_run_files_only(alice, bob):
 
     snapshot = client.get(f"/jobs/{job.pk}/files/checkpoints/epoch-0-50.pt")
     assert snapshot.status_code == 200 and b"".join(snapshot.streaming_content) == b"weights"
-    assert "attachment" in snapshot["Content-Disposition"]
+    assert snapshot["Content-Disposition"] == f'attachment; filename="{slugify(job.name)}-epoch-0-50.pt"'
+    assert snapshot["Content-Type"] == "application/octet-stream"
     image = client.get(f"/jobs/{job.pk}/files/visuals/filters-200.png")
     assert image.status_code == 200 and image["Content-Type"] == "image/png"
     assert "attachment" not in image.get("Content-Disposition", "")
@@ -184,7 +188,7 @@ def test_resume_queues_an_aborted_job_with_a_checkpoint_again(alice, django_capt
 
 def test_resume_refuses_jobs_it_cannot_carry_on_and_other_users(alice, bob, staff):
     failed = with_checkpoint(train_job(alice, status=Status.FAILED, name="failed"))
-    with pytest.raises(services.ActionError) as refused:
+    with pytest.raises(ActionError) as refused:
         services.resume(failed, bob)
     assert refused.value.status == 403
     cases = {
@@ -194,12 +198,12 @@ def test_resume_refuses_jobs_it_cannot_carry_on_and_other_users(alice, bob, staf
     }
     for what, (job, message) in cases.items():
         assert not services.resumable(job), what
-        with pytest.raises(services.ActionError) as refused:
+        with pytest.raises(ActionError) as refused:
             services.resume(job, staff)
         assert refused.value.status == 409 and message in refused.value.message, what
         assert Job.objects.get(pk=job.pk).status == job.status
     check = Job.objects.create(kind="devicecheck", name="c", owner=alice, params={}, resources={}, status=Status.FAILED)
-    with pytest.raises(services.ActionError, match="A device check job cannot be resumed"):
+    with pytest.raises(ActionError, match="A device check job cannot be resumed"):
         services.resume(check, alice)
 
 
@@ -317,3 +321,28 @@ def test_the_api_schema_describes_these_endpoints(alice):
     paths = signed_in(alice).get("/api/openapi.json").json()["paths"]
     for path in ("/api/jobs/{job_id}/metrics", "/api/jobs/{job_id}/profile", "/api/jobs/{job_id}/resume", "/api/groups/{group}"):
         assert path in paths, path
+
+
+def test_top5_is_left_out_for_a_dataset_of_five_classes_or_fewer(alice):
+    dataset = Job.objects.create(kind="dataset", name="bars", owner=alice, params={}, resources={}, status=Status.DONE)
+    (dataset.folder / "dataset").mkdir(parents=True)
+    (dataset.folder / "dataset" / "manifest.json").write_text(json.dumps({"classes": ["a", "b", "c", "d"]}))
+    few = signed_in(alice).get(f"/jobs/{train_job(alice, dataset=dataset.pk).pk}/")
+    assert embedded(few, "training-data")["classes"] == 4 and "<th>Top-5</th>" not in few.content.decode()
+    unknown = signed_in(alice).get(f"/jobs/{train_job(alice, dataset=dataset.pk + 1000, name='x').pk}/")
+    assert embedded(unknown, "training-data")["classes"] is None and "<th>Top-5</th>" in unknown.content.decode()
+
+
+def test_the_settings_read_as_a_table_grouped_like_the_form_with_no_server_path(alice):
+    server_path = "/srv/digitslike/jobs/1/dataset"
+    job = train_job(alice, dataset_dir=server_path, solver="momentum",
+                    lr_policy={"name": "step", "step_percent": 33.0, "gamma": 0.1, "warmup_percent": 0.0})
+    page = signed_in(alice).get(f"/jobs/{job.pk}/").content.decode()
+    assert server_path not in page
+    groups = re.findall(r'<tr><th colspan="2">([^<]+)</th></tr>', page)
+    assert groups == ["Data", "Network", "Solver", "Learning rate", "Augmentation", "Precision &amp; devices", "Stopping"]
+    for row in ("<td>Solver</td><td>SGD with momentum</td>", "<td>Policy</td><td>Step down</td>",
+                "<td>Step size (% of training)</td><td>33.0</td>", "<td>Network</td><td>LeNet"):
+        assert row in page, row
+    assert "dataset_dir" not in embedded(signed_in(alice).get(f"/jobs/{job.pk}/"), "settings-json")
+    assert "dataset_dir" not in signed_in(alice).get(f"/api/jobs/{job.pk}").json()["params"]

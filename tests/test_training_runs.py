@@ -1,12 +1,19 @@
 """Training jobs through a real worker: a model trains to done, an aborted
-model resumes from its checkpoint with the Resume action, and a model whose
-worker dies resumes on another worker, each with one unbroken metric history."""
+model resumes from its checkpoint with the Resume action, a model whose
+worker dies resumes on another worker, and a model whose trainer is killed
+outright resumes from its last snapshot by itself, each with one unbroken
+metric history."""
 
 from __future__ import annotations
 
+import os
+import signal
+
+from django.contrib.auth.models import Permission
+
 from jobs import services
 from jobs.models import Job, Status
-from tests.jobtools import events_of, history, wait_status
+from tests.jobtools import events_of, history, pids_running, wait_status
 from tests.processes import wait_for
 from tests.test_train import SLOW_LENET
 from tests.trainfiles import make_dataset, train_config
@@ -19,7 +26,15 @@ def dataset_job(owner) -> Job:
     return job
 
 
+def may_run_code(user) -> None:
+    """SLOW_LENET is a network written in Python."""
+    user.user_permissions.add(Permission.objects.get(content_type__app_label="jobs", codename="run_code"))
+
+
 def submit_model(owner, dataset: Job, name: str = "lenet", **overrides) -> Job:
+    if (overrides.get("network") or {}).get("source") == "python":
+        may_run_code(owner)
+        owner = type(owner).objects.get(pk=owner.pk)
     params = train_config(dataset.folder / "dataset", dataset=dataset.pk, **overrides)
     return services.submit(owner, "train", name, params, {"device": "cpu", "count": 1})
 
@@ -80,3 +95,28 @@ def test_a_model_whose_worker_dies_resumes_on_another_worker(alice, worker_facto
     steps = [point[0] for point in curve]
     assert steps == sorted(set(steps)), "the interrupted run's later points are dropped"
     assert [round(e["data"]["epoch"], 6) for e in events_of(model, "val")][-2:] == [2.0, 3.0]
+
+
+def test_a_model_whose_trainer_is_killed_resumes_from_its_snapshot_by_itself(alice, worker):
+    model = submit_model(alice, dataset_job(alice), epochs=4, network={"source": "python", "text": SLOW_LENET})
+    trainer = wait_for(lambda: pids_running(model.folder, "trainer.train"), timeout=60, what="the trainer's process")
+    wait_for(lambda: events_of(model, "snapshot") and past_epoch(model, 1.3), timeout=90,
+             what="a snapshot and training past epoch 1.3")
+    os.kill(trainer[0], signal.SIGKILL)  # as the out-of-memory killer would: no chance to save
+    model = wait_status(model, Status.DONE, timeout=120)
+    assert history(model) == ["queued", "waiting", "running", "queued", "waiting", "running", "done"]
+    assert model.attempt == 2
+
+    events = events_of(model)
+    resumed = [e for e in events if e["kind"] == "resume"]
+    assert len(resumed) == 1
+    resumed_at, resumed_seq = resumed[0]["data"]["step"], resumed[0]["seq"]
+    snapshots = [e["data"]["step"] for e in events if e["kind"] == "snapshot" and e["seq"] < resumed_seq]
+    assert resumed_at == snapshots[-1], "from the last snapshot"
+    before = [e["data"]["step"] for e in events if e["kind"] == "train" and e["seq"] < resumed_seq]
+    after = [e["data"]["step"] for e in events if e["kind"] == "train" and e["seq"] > resumed_seq]
+    assert before[-1] > resumed_at, "the killed run had trained past its snapshot"
+    curve = series.view(model.folder, lambda run: run.metrics(10_000))["series"]["train_loss"]
+    assert [point[0] for point in curve] == [s for s in before if s <= resumed_at] + after, \
+        "every point up to the snapshot, then the resumed run's: no gap, no step twice"
+    assert [round(e["data"]["epoch"], 6) for e in events_of(model, "val")][-2:] == [3.0, 4.0]

@@ -1,4 +1,5 @@
-"""Extracting uploaded zip and tar archives without trusting them.
+"""Extracting uploaded zip and tar archives without trusting them, or reading
+their members in place.
 
 Every member is checked before anything is written: only regular files and
 folders, no absolute paths, no ``..``, no duplicates, no name that is both a
@@ -8,11 +9,19 @@ since headers can lie. Files are written 0o644 and folders 0o755 whatever the
 archive says, owners are never set and links are never followed or created.
 A refused archive leaves nothing behind.
 
+``list_members`` runs the same checks without extracting: the dataset build
+reads each member's bytes where it lies (a zip member through the zip, a tar
+member at its offset in the tar; a compressed tar is first decompressed into
+one uncompressed copy, as the listing reads it), from any process.
+
 Standard library only: the dataset builder runs this outside Django.
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import io
 import lzma
 import os
 import shutil
@@ -24,7 +33,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, Any, BinaryIO
 
 CHUNK = 1 << 20
 RATIO_FLOOR = 1 << 20  # sizes up to this may compress as well as they like
@@ -39,6 +48,9 @@ ZIP_SPECIAL = {stat.S_IFLNK: "a symbolic link", stat.S_IFCHR: "a device file", s
                stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
 TAR_SPECIAL = {tarfile.SYMTYPE: "a symbolic link", tarfile.LNKTYPE: "a hard link", tarfile.CHRTYPE: "a device file",
                tarfile.BLKTYPE: "a device file", tarfile.FIFOTYPE: "a FIFO"}
+
+# How a compressed tar starts, and what reads it.
+TAR_COMPRESSIONS = ((b"\x1f\x8b", gzip.open), (b"BZh", bz2.open), (b"\xfd7zXZ\x00", lzma.open))
 
 Parts = tuple[str, ...]
 
@@ -210,15 +222,15 @@ class _BoundedWriter:
     instead of filling the disk. As the declared sizes were checked against the total limit, this
     also holds the total to it."""
 
-    def __init__(self, out: BinaryIO, member: Member) -> None:
-        self.out, self.member = out, member
+    def __init__(self, out: BinaryIO, name: str, size: int) -> None:
+        self.out, self.name, self.size = out, name, size
         self.written = 0
 
     def write(self, block: bytes) -> int:
         self.written += len(block)
-        if self.written > self.member.size:
-            raise _refuse(f"member '{_shown(self.member.name)}' holds more data than its header declares "
-                          f"({_size(self.member.size)}).")
+        if self.written > self.size:
+            raise _refuse(f"member '{_shown(self.name)}' holds more data than its header declares "
+                          f"({_size(self.size)}).")
         return self.out.write(block)
 
 
@@ -252,7 +264,7 @@ def _write_file(archive: zipfile.ZipFile | tarfile.TarFile, member: Member, path
     try:
         with _open_member(archive, member) as source, os.fdopen(os.open(path, flags, 0o644), "wb") as out:
             os.fchmod(out.fileno(), 0o644)  # whatever the umask
-            shutil.copyfileobj(source, _BoundedWriter(out, member), CHUNK)
+            shutil.copyfileobj(source, _BoundedWriter(out, member.name, member.size), CHUNK)
     except READ_ERRORS as exc:
         raise _refuse(f"member '{_shown(member.name)}' could not be extracted ({exc}).") from exc
 
@@ -260,8 +272,14 @@ def _write_file(archive: zipfile.ZipFile | tarfile.TarFile, member: Member, path
 def _open_archive(path: Path, kind: str) -> zipfile.ZipFile | tarfile.TarFile:
     if kind == "zip":
         return zipfile.ZipFile(path)
-    # Names decode as os.fsdecode would, so os.fsencode gives back bytes that are not UTF-8.
-    return tarfile.open(path, encoding=sys.getfilesystemencoding(), errors="surrogateescape")
+    return _open_tar(path)
+
+
+def _open_tar(path: Path | None = None, stream: Any = None) -> tarfile.TarFile:
+    """A tar file by path (random access) or a stream read once; names decode as os.fsdecode
+    would, so os.fsencode gives back bytes that are not UTF-8."""
+    return tarfile.open(path, "r|" if stream else "r", stream, encoding=sys.getfilesystemencoding(),
+                        errors="surrogateescape")
 
 
 def _extract(archive: Path, kind: str, destination: Path, limits: Limits) -> int:
@@ -292,4 +310,140 @@ def extract(archive: Path, destination: Path, limits: Limits = Limits()) -> int:
         raise _refuse(f"it cannot be read ({exc}).") from exc
     except BaseException:
         shutil.rmtree(destination, ignore_errors=True)
+        raise
+
+
+# ---- Reading members in place -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A checked file member: ``name`` as the archive spells it, ``parts`` its path, and ``key``
+    where its bytes are (zip: its position in the archive's listing; tar: the offset of its data
+    in the uncompressed tar)."""
+
+    name: str
+    parts: Parts
+    size: int
+    key: int
+
+
+class MemberReader:
+    """Copies a member's bytes out of the archive. The file is opened lazily in the process that
+    reads (so a reader can go to a process pool), and a member is refused if it holds more or
+    fewer bytes than its header declares."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        self.path, self.kind = path, kind
+        self._opened: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_opened": None}
+
+    def copy(self, entry: Entry, out: BinaryIO) -> None:
+        bounded = _BoundedWriter(out, entry.name, entry.size)
+        try:
+            if self.kind == "zip":
+                self._copy_zip_member(entry, bounded)
+            else:
+                self._copy_tar_member(entry, bounded)
+        except READ_ERRORS as exc:
+            raise _refuse(f"member '{_shown(entry.name)}' could not be read ({exc}).") from exc
+        if bounded.written < entry.size:
+            raise _refuse(f"member '{_shown(entry.name)}' is cut short ({_size(bounded.written)} of "
+                          f"{_size(entry.size)}).")
+
+    def read(self, entry: Entry) -> bytes:
+        out = io.BytesIO()
+        self.copy(entry, out)
+        return out.getvalue()
+
+    def _copy_zip_member(self, entry: Entry, out: _BoundedWriter) -> None:
+        if self._opened is None:
+            self._opened = zipfile.ZipFile(self.path)
+        with self._opened.open(self._opened.infolist()[entry.key]) as source:
+            shutil.copyfileobj(source, out, CHUNK)
+
+    def _copy_tar_member(self, entry: Entry, out: _BoundedWriter) -> None:
+        if self._opened is None:
+            self._opened = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        offset, end = entry.key, entry.key + entry.size
+        while offset < end and (block := os.pread(self._opened, min(CHUNK, end - offset), offset)):
+            out.write(block)
+            offset += len(block)
+
+
+@dataclass
+class Listing:
+    """An archive's checked content: its folders, its files in archive order, and their reader."""
+
+    folders: set[Parts]
+    files: list[Entry]
+    reader: MemberReader
+
+
+class _Copying:
+    """A stream that copies what is read from it into ``copy``."""
+
+    def __init__(self, source: IO[bytes], copy: BinaryIO) -> None:
+        self.source, self.copy = source, copy
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.source.read(size)
+        self.copy.write(data)
+        return data
+
+
+def _tar_opener(path: Path) -> Any:
+    """What decompresses a tar (gzip, bzip2 or xz), or None for a plain tar."""
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+    return next((opener for magic, opener in TAR_COMPRESSIONS if head.startswith(magic)), None)
+
+
+def _checked(plan: _Plan, members: Iterator[Member], key: Any) -> list[Entry]:
+    entries = []
+    for member in members:
+        plan.add(member)
+        if not member.is_dir:
+            entries.append(Entry(member.name, _parts(member.name), member.size, key(member.handle)))
+    return entries
+
+
+def _list_zip(archive: Path, limits: Limits) -> Listing:
+    plan = _Plan(limits, archive.stat().st_size)
+    with zipfile.ZipFile(archive) as opened:
+        position = {id(info): i for i, info in enumerate(opened.infolist())}
+        entries = _checked(plan, _zip_members(opened), lambda info: position[id(info)])
+    return Listing(plan.folders, entries, MemberReader(archive, "zip"))
+
+
+def _list_tar(archive: Path, uncompressed: Path, limits: Limits) -> Listing:
+    plan = _Plan(limits, archive.stat().st_size)
+    opener = _tar_opener(archive)
+    if opener is None:
+        with _open_tar(archive) as opened:
+            entries = _checked(plan, _tar_members(opened), lambda info: info.offset_data)
+        return Listing(plan.folders, entries, MemberReader(archive, "tar"))
+    # Streamed: each header is checked before the data after it is read, so the copy holds no
+    # more than the limits allow.
+    with opener(archive, "rb") as source, open(uncompressed, "xb") as copy, \
+            _open_tar(stream=_Copying(source, copy)) as opened:
+        entries = _checked(plan, _tar_members(opened), lambda info: info.offset_data)
+    return Listing(plan.folders, entries, MemberReader(uncompressed, "tar"))
+
+
+def list_members(archive: Path, uncompressed: Path, limits: Limits = Limits()) -> Listing:
+    """Check ``archive`` as ``extract`` does, writing nothing but, for a compressed tar, its
+    uncompressed copy at ``uncompressed`` (which must not exist yet). Raises ArchiveError on any
+    refusal, and then leaves no copy behind."""
+    try:
+        if archive_kind(archive) == "zip":
+            return _list_zip(archive, limits)
+        return _list_tar(archive, uncompressed, limits)
+    except READ_ERRORS as exc:
+        uncompressed.unlink(missing_ok=True)
+        raise _refuse(f"it cannot be read ({exc}).") from exc
+    except BaseException:
+        uncompressed.unlink(missing_ok=True)
         raise

@@ -31,12 +31,13 @@ import numpy as np
 from PIL import Image
 
 from . import events
-from .archives import ArchiveError, Limits, extract
-from .datastore import EncodedSplitWriter, RawSplitWriter, encode, mean_image, replace_folder
-from .imageio import ImageError, load_image, resize
+from .archives import ArchiveError, Entry, Limits, MemberReader, list_members
+from .build_pool import MeanSums, decode, init_worker
+from .dataset_sources import SPLITS, ClassFiles, SourceError, archive_classes, folder_classes, inside
+from .datastore import EncodedSplitWriter, RawSplitWriter, images_file, replace_folder
 
-SPLITS = ("train", "val", "test")
 PROGRESS_EVERY_SECONDS = 0.5
+UNCOMPRESSED_ARCHIVE = "archive.tar"  # a compressed tar's uncompressed copy, read in place by the pool
 
 
 class BuildError(Exception):
@@ -45,9 +46,10 @@ class BuildError(Exception):
 
 @dataclass
 class Item:
-    path: str
+    path: str  # a file's path, or an archive member's name as the archive spells it
     label: int
     split: str
+    member: Entry | None = None
 
 
 @dataclass
@@ -59,37 +61,6 @@ class Plan:
 
 
 # ---- Sources -------------------------------------------------------------------------------
-
-
-def class_files(folder: Path) -> dict[str, list[str]]:
-    """Files under each top-level subfolder (nested folders count for their top-level class)."""
-    if not folder.is_dir():
-        raise BuildError(f"The folder {folder} does not exist or is not a folder.")
-    found: dict[str, list[str]] = {}
-    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
-        if entry.is_dir() and not entry.is_symlink() and not entry.name.startswith("."):
-            files = []
-            for root, dirs, names in os.walk(entry):
-                dirs.sort()
-                files.extend(os.path.join(root, name) for name in sorted(names) if not name.startswith("."))
-            found[entry.name] = files
-    return found
-
-
-def archive_layout(root: Path) -> dict[str, Path]:
-    """Where the split folders are in an extracted archive: class folders at the
-    top (or under one wrapping folder), or ``train``/``val``/``test`` folders of them."""
-    while True:
-        entries = [e for e in root.iterdir() if not e.name.startswith(".")]
-        dirs = [e for e in entries if e.is_dir()]
-        if len(dirs) == 1 and dirs[0].name not in SPLITS and all(e.is_dir() for e in entries):
-            root = dirs[0]
-            continue
-        break
-    names = {d.name for d in dirs}
-    if "train" in names and names <= set(SPLITS):
-        return {split: root / split for split in SPLITS if split in names}
-    return {"train": root}
 
 
 def limit_per_class(files: dict[str, list[str]], minimum: int, maximum: int | None, rng: random.Random,
@@ -116,15 +87,16 @@ def split_counts(n: int, val_percent: float, test_percent: float) -> tuple[int, 
     return n_val, n_test
 
 
-def plan_folders(folders: dict[str, Path], config: dict[str, Any]) -> Plan:
+def plan_classes(found: dict[str, ClassFiles], config: dict[str, Any]) -> Plan:
+    """The plan for class folders (``found``: each split's class files; the training split's are required)."""
     rng = random.Random(config["seed"])
     warnings: list[str] = []
-    train = limit_per_class(class_files(folders["train"]), config["min_per_class"], config.get("max_per_class"), rng,
+    train = limit_per_class(found["train"], config["min_per_class"], config.get("max_per_class"), rng,
                             "the training folder", warnings)
     classes = sorted(train)
     label = {name: i for i, name in enumerate(classes)}
     items, skipped = [], []
-    separate = {s: f for s, f in folders.items() if s != "train"}
+    separate = {s: f for s, f in found.items() if s != "train"}
     for name in classes:
         paths = list(train[name])
         rng.shuffle(paths)
@@ -133,8 +105,8 @@ def plan_folders(folders: dict[str, Path], config: dict[str, Any]) -> Plan:
                                      0 if "test" in separate else config["test_percent"])
         for split, chunk in (("val", paths[:n_val]), ("test", paths[n_val:n_val + n_test]), ("train", paths[n_val + n_test:])):
             items.extend(Item(p, label[name], split) for p in chunk)
-    for split, folder in separate.items():
-        files = limit_per_class(class_files(folder), config.get(f"{split}_min_per_class") or 0,
+    for split, split_files in separate.items():
+        files = limit_per_class(split_files, config.get(f"{split}_min_per_class") or 0,
                                 config.get(f"{split}_max_per_class"), rng, f"the {split} folder", warnings)
         for name, paths in files.items():
             if name not in label:
@@ -146,11 +118,6 @@ def plan_folders(folders: dict[str, Path], config: dict[str, Any]) -> Plan:
             items.extend(Item(p, label[name], split) for p in paths)
     rng.shuffle(items)  # a store in random order: the gallery mixes classes, a sequential read is not class by class
     return Plan(classes, items, skipped, warnings)
-
-
-def _inside(path: Path, roots: list[Path]) -> bool:
-    resolved = path.resolve()
-    return any(resolved == root or resolved.is_relative_to(root) for root in roots)
 
 
 def read_list(path: Path, prefix: Path | None, classes: list[str], roots: list[Path], split: str,
@@ -167,7 +134,7 @@ def read_list(path: Path, prefix: Path | None, classes: list[str], roots: list[P
         elif not 0 <= int(label_text) < len(classes):
             problem = f"label {label_text} on line {number} is not in the labels file"
         image_path = (prefix / name) if prefix and not os.path.isabs(name) else Path(name)
-        if not problem and not _inside(image_path, roots):
+        if not problem and not inside(image_path, roots):
             problem = "outside the folders this server may read"
         if problem:
             skipped.append({"path": str(image_path), "class": "", "split": split, "reason": problem})
@@ -217,40 +184,6 @@ def _split_items(items: list[Item], config: dict[str, Any], rng: random.Random) 
     return out
 
 
-# ---- Decoding, in the pool --------------------------------------------------------------------
-
-_options: dict[str, Any] = {}
-_slots: dict[str, int] = {}  # split -> file descriptor of its raw store
-
-
-def _init_worker(options: dict[str, Any]) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's clean-up handler
-    _options.update(options)
-
-
-def _decode(task: tuple[int, str, str, int]) -> tuple[int, bool, np.ndarray | None, bytes | None, str]:
-    """Decode and resize one file. Raw stores get the pixels written straight
-    into the file's slot; encoded ones get the PNG/JPEG bytes back (and the
-    pixels, for the mean, when the image is a training one)."""
-    index, path, split, slot = task
-    o = _options
-    if os.path.islink(path) and not _inside(Path(path), o["roots"]):
-        return index, False, None, None, "a link to a file outside the folders this server may read"
-    try:
-        image = load_image(path, o["channels"], draft=(o["width"], o["height"]))
-        pixels = resize(image, o["width"], o["height"], o["resize_mode"], np.random.default_rng([o["seed"], index]))
-    except ImageError as exc:
-        return index, False, None, None, str(exc)
-    if o["encoding"] == "none":
-        store = o["slots"][split]
-        if split not in _slots:
-            _slots[split] = os.open(store["path"], os.O_WRONLY)
-        os.pwrite(_slots[split], np.ascontiguousarray(pixels).tobytes(), store["offset"] + slot * pixels.nbytes)
-        return index, True, None, None, ""
-    return index, True, pixels if split == "train" else None, encode(pixels, o["encoding"], o["quality"]), ""
-
-
 # ---- The build -------------------------------------------------------------------------------
 
 
@@ -278,24 +211,33 @@ class Progress:
                                                  "total": self.total, "rate": rate, "eta": eta})
 
 
+def _plan(config: dict[str, Any], partial: Path, roots: list[Path]) -> tuple[Plan, MemberReader | None]:
+    """The plan, and the reader of the archive's members when the source is an archive."""
+    source = config["source"]
+    try:
+        if source["type"] == "archive":
+            print("checking the archive…", flush=True)
+            listing = list_members(Path(source["path"]), partial / UNCOMPRESSED_ARCHIVE,
+                                   Limits(**config.get("archive_limits", {})))
+            plan = plan_classes(archive_classes(listing), config)
+            members = {entry.name: entry for entry in listing.files}
+            for item in plan.items:
+                item.member = members[item.path]
+            return plan, listing.reader
+        if source["type"] == "folder":
+            return plan_classes(folder_classes({s: Path(source[s]) for s in SPLITS if source.get(s)}), config), None
+    except (ArchiveError, SourceError) as exc:
+        raise BuildError(str(exc)) from None
+    return plan_lists(source, config, roots), None
+
+
 def build(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
     started = time.monotonic()
     partial, final = job_dir / "dataset.partial", job_dir / "dataset"
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    source = config["source"]
     roots = [Path(r).resolve() for r in config.get("roots", [])]
-    if source["type"] == "archive":
-        print("extracting the archive…", flush=True)
-        try:
-            extract(Path(source["path"]), partial / "extracted", Limits(**config.get("archive_limits", {})))
-        except ArchiveError as exc:
-            raise BuildError(str(exc)) from None
-        plan = plan_folders(archive_layout(partial / "extracted"), config)
-    elif source["type"] == "folder":
-        plan = plan_folders({s: Path(source[s]) for s in SPLITS if source.get(s)}, config)
-    else:
-        plan = plan_lists(source, config, roots)
+    plan, archive = _plan(config, partial, roots)
     for warning in plan.warnings:
         print(f"warning: {warning}", flush=True)
         events.append(job_dir, "warning", {"message": warning})
@@ -312,46 +254,51 @@ def build(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
     raw = config["encoding"] == "none"
     writers = {split: RawSplitWriter(partial, split, shape, planned[split]) if raw else
                EncodedSplitWriter(partial, split, shape, config["encoding"], config.get("quality", 90)) for split in SPLITS}
-    mean_sum = np.zeros(shape, dtype=np.float64)
+    checksums = {split: hashlib.sha256() for split in SPLITS}
     skipped = list(plan.skipped)
     progress = Progress(job_dir, len(plan.items))
-    print(f"decoding {len(plan.items)} files of {len(plan.classes)} classes with {os.cpu_count()} processes", flush=True)
+    processes = os.cpu_count() or 1
+    print(f"decoding {len(plan.items)} files of {len(plan.classes)} classes with {processes} processes", flush=True)
     options = {k: config[k] for k in ("channels", "width", "height", "resize_mode", "seed", "encoding")}
-    options.update(quality=config.get("quality", 90), roots=roots,
+    options.update(quality=config.get("quality", 90), roots=roots, archive=archive,
                    slots={s: w.slots() for s, w in writers.items()} if raw else {})
-    tasks = ((i, item.path, item.split, slots[i]) for i, item in enumerate(plan.items))
-    with multiprocessing.get_context("fork").Pool(os.cpu_count(), _init_worker, (options,)) as pool:
-        for done, (index, ok, pixels, encoded, reason) in enumerate(pool.imap(_decode, tasks, chunksize=32), start=1):
-            item = plan.items[index]
-            if not ok:
-                skipped.append({"path": item.path, "class": plan.classes[item.label], "split": item.split, "reason": reason})
-            else:
-                if raw:
-                    writers[item.split].mark(slots[index], item.label)
+    context = multiprocessing.get_context("fork")
+    mean = MeanSums(context, processes, shape) if config.get("mean", True) and planned["train"] else None
+    tasks = ((i, item.path, item.member, item.split, slots[i]) for i, item in enumerate(plan.items))
+    with context.Pool(processes, init_worker, (options, mean)) as pool:
+        try:
+            for done, (index, ok, encoded, digest, reason) in enumerate(pool.imap(decode, tasks, chunksize=32), 1):
+                item = plan.items[index]
+                if not ok:
+                    skipped.append({"path": item.path, "class": plan.classes[item.label], "split": item.split,
+                                    "reason": reason})
                 else:
-                    writers[item.split].add(encoded, item.label)
-                    if pixels is not None:
-                        mean_sum += pixels
-                counts[item.split][item.label] += 1
-            progress.update(done)
+                    if raw:
+                        writers[item.split].mark(slots[index], item.label)
+                    else:
+                        writers[item.split].add(encoded, item.label)
+                    checksums[item.split].update(digest)
+                    counts[item.split][item.label] += 1
+                progress.update(done)
+        except ArchiveError as exc:
+            raise BuildError(str(exc)) from None
     for writer in writers.values():
         writer.close()
     progress.update(len(plan.items), force=True)
     total = sum(sum(c.values()) for c in counts.values())
     if total == 0:
         raise BuildError(f"None of the {len(plan.items)} files could be used as an image; see the skipped-file report.")
-    n_train = sum(counts["train"].values())
-    if raw and n_train and config.get("mean", True):
-        mean_sum = mean_image(partial / "train-images.npy") * n_train
-    return _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, started)
+    mean_sum = mean.total() if mean is not None else None
+    images_sha256 = {images_file(split, config["encoding"]): checksums[split].hexdigest() for split in SPLITS}
+    return _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, images_sha256, started)
 
 
-def _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, started) -> dict[str, Any]:
-    shutil.rmtree(partial / "extracted", ignore_errors=True)
+def _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, images_sha256, started) -> dict[str, Any]:
+    (partial / UNCOMPRESSED_ARCHIVE).unlink(missing_ok=True)
     (partial / "labels.txt").write_text("".join(f"{name}\n" for name in plan.classes), encoding="utf-8")
     mean_file = None
     n_train = sum(counts["train"].values())
-    if config.get("mean", True) and n_train:
+    if mean_sum is not None and n_train:
         mean = mean_sum / n_train
         np.save(partial / "mean.npy", mean.astype(np.float32))
         pixels = np.clip(np.rint(mean), 0, 255).astype(np.uint8)
@@ -374,7 +321,8 @@ def _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, st
         "mean": mean_file,
         "seconds": round(time.monotonic() - started, 3),
     }
-    manifest["files"] = {p.name: {"bytes": p.stat().st_size, "sha256": sha256(p)}
+    manifest["files"] = {p.name: {"bytes": p.stat().st_size, **({"images_sha256": images_sha256[p.name]}
+                                                                if p.name in images_sha256 else {"sha256": sha256(p)})}
                          for p in sorted(partial.iterdir()) if p.is_file()}
     (partial / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
     final.mkdir(exist_ok=True)

@@ -10,6 +10,11 @@ Per split, in the dataset folder:
 - always ``<split>-labels.npy`` (``N`` int32 class indices).
 
 The writer streams: memory does not grow with the number of images.
+
+The manifest checksums an images file by its images (``images_sha256``):
+the sha256 of the concatenated sha256 digests of each image's stored bytes
+(its raw pixels, or its PNG/JPEG bytes), in store order. The build's pool
+computes each digest as it stores the image, so nothing is read back.
 """
 
 from __future__ import annotations
@@ -113,22 +118,6 @@ class EncodedSplitWriter:
             handle.close()
         _bin_to_npy(self.folder / f"{self.split}-index.bin", np.int64, (self.count, 2))
         _bin_to_npy(self.folder / f"{self.split}-labels.bin", np.int32, (self.count,))
-
-
-def mean_image(path: Path, chunk: int = 256) -> np.ndarray | None:
-    """The mean of a raw split's images (float64 H×W×C), read in chunks
-    (plain reads, not a memory map, so the file never stays resident)."""
-    with open(path, "rb") as handle:
-        np.lib.format.read_magic(handle)  # the store writes version 1.0 headers
-        shape, _, _ = np.lib.format.read_array_header_1_0(handle)
-        if not shape[0]:
-            return None
-        total = np.zeros(shape[1:], dtype=np.float64)
-        per_image = int(np.prod(shape[1:]))
-        for start in range(0, shape[0], chunk):
-            block = np.fromfile(handle, dtype=np.uint8, count=min(chunk, shape[0] - start) * per_image)
-            total += block.reshape(-1, *shape[1:]).sum(axis=0, dtype=np.float64)
-    return total / shape[0]
 
 
 def _bin_to_npy(path: Path, dtype: type, shape: tuple[int, ...]) -> None:

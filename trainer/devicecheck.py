@@ -3,7 +3,8 @@
 Runs dense matrix multiplications on the job's device for the configured
 time and reports the measured rate, so a user can see that a worker and its
 GPUs (or CPU) work and how fast they are. Config: ``{"seconds": float,
-"size": int}``. Emits ``progress`` events and a final ``result`` event.
+"size": int}`` and the leased ``devices``. Emits ``progress`` events and a
+final ``result`` event; a leased GPU it cannot use is an ``error`` event.
 """
 
 import json
@@ -14,10 +15,7 @@ from pathlib import Path
 import torch
 
 from . import events
-
-
-def _device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+from .distributed import DeviceError, device_for
 
 
 def _sync(device: torch.device) -> None:
@@ -32,12 +30,19 @@ def main(config_path: str) -> int:
     if seconds <= 0 or size <= 0:
         events.append(job_dir, "error", {"message": f"seconds and size must be positive, got {seconds} and {size}"})
         return 1
-    device = _device()
+    try:
+        device = device_for(config.get("devices", []), 0)
+    except DeviceError as exc:
+        events.append(job_dir, "error", {"message": str(exc)})
+        print(exc, file=sys.stderr, flush=True)
+        return 1
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
     print(f"device check on {name}: {size}x{size} matmuls for {seconds:g} s", flush=True)
     a = torch.randn(size, size, device=device)
     b = torch.randn(size, size, device=device)
     flops_per_matmul = 2.0 * size**3
+    torch.mm(a, b)  # warm-up, untimed: CUDA's and cuBLAS's lazy start
+    _sync(device)
     start = last_report = time.perf_counter()
     matmuls = 0
     while (elapsed := time.perf_counter() - start) < seconds:

@@ -16,7 +16,7 @@ from typing import Any
 NETWORK = "network"    # {summary, input, classes}: once, at the start
 TRAIN = "train"        # {step, epoch, loss, lr, batch_size, images_per_s, data_wait}
 PROGRESS = "progress"  # {progress (0..1), epoch, loss}
-PERF = "perf"          # {images_per_s, data_wait, step_ms, flops_per_image, mfu, device}
+PERF = "perf"          # see perf(); the warm-up's batches are left out of it
 HARDWARE = "hardware"  # {gpus, cpu_percent, rss_bytes, threads}
 PROFILE = "profile"    # {file, steps, top}
 VAL = "val"            # {step, epoch, loss, top1, top5}
@@ -24,7 +24,7 @@ LAYERS = "layers"      # {step, epoch, filters, layers}
 BEST = "best"          # {epoch, step, metric, value, file}
 SNAPSHOT = "snapshot"  # {step, epoch, file, best, metrics}
 RESUME = "resume"      # {step, epoch}: the run restarted from a checkpoint taken at this step
-RESULT = "result"      # {best, final, epochs, train_seconds, images_per_s, stopped_early}
+RESULT = "result"      # see result()
 ERROR = "error"        # {message}
 # Written by the worker and the web app about any job.
 STATUS = "status"
@@ -76,3 +76,17 @@ def snapshot(step: int, epoch: float, file: str, best: bool, metrics: dict[str, 
 
 def resume(step: int, epoch: float) -> dict[str, Any]:
     return {"step": step, "epoch": epoch}
+
+
+def perf(images_per_s: float, data_wait: float, step_ms: float, flops_per_image: float, mfu: float | None,
+         device: str, warmup_seconds: float) -> dict[str, Any]:
+    """Throughput after the warm-up (``warmup_seconds``: the time its batches took)."""
+    return {"images_per_s": images_per_s, "data_wait": data_wait, "step_ms": step_ms,
+            "flops_per_image": flops_per_image, "mfu": mfu, "device": device, "warmup_seconds": warmup_seconds}
+
+
+def result(best: dict[str, Any] | None, final: dict[str, float], epochs: float, train_seconds: float,
+           warmup_seconds: float, images_per_s: float, stopped_early: bool) -> dict[str, Any]:
+    """The run's outcome; ``train_seconds`` and ``images_per_s`` leave the warm-up out."""
+    return {"best": best, "final": final, "epochs": epochs, "train_seconds": train_seconds,
+            "warmup_seconds": warmup_seconds, "images_per_s": images_per_s, "stopped_early": stopped_early}

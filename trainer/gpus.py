@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+# CUDA numbers GPUs fastest first unless told otherwise; NVML (and so the
+# worker's device list, the leases' gpuN and nvidia-smi) in PCI bus order.
+# Every process that uses CUDA for a job runs with this.
+CUDA_NUMBERING = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+
 try:
     import pynvml
 except ImportError:  # nvidia-ml-py is in requirements; this guards odd installs
@@ -24,6 +29,24 @@ def nvml_ready() -> bool:
 
 def count() -> int:
     return pynvml.nvmlDeviceGetCount()
+
+
+def mig_enabled(index: int) -> bool:
+    """Whether GPU ``index`` is split into MIG slices (False where the board has no MIG)."""
+    try:
+        current, _pending = pynvml.nvmlDeviceGetMigMode(pynvml.nvmlDeviceGetHandleByIndex(index))
+    except pynvml.NVMLError:  # NotSupported: a board without MIG
+        return False
+    return current == pynvml.NVML_DEVICE_MIG_ENABLE
+
+
+def safe_reading(index: int) -> dict[str, Any]:
+    """``reading(index)``, or the index and NVML's error when it fails (a
+    board fallen off the bus, a driver reloaded): a reading is never worth a job."""
+    try:
+        return reading(index)
+    except pynvml.NVMLError as exc:
+        return {"index": index, "error": str(exc)}
 
 
 def reading(index: int) -> dict[str, Any]:

@@ -14,34 +14,39 @@ import os
 import warnings
 
 import numpy as np
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
 ALLOWED_FORMATS = ("JPEG", "PNG", "BMP", "GIF", "TIFF", "WEBP", "PPM")
 RESIZE_MODES = ("squash", "crop", "fill", "half_crop")
+SCALING_MODES = ("crop", "fill", "half_crop")  # keep the aspect ratio, then crop or fill
 # Bilinear with Pillow's reducing filter support gives smooth downscales at
 # a fraction of LANCZOS' cost; datasets are resized once, trained on many times.
 RESAMPLE = Image.Resampling.BILINEAR
+TURNED_ORIENTATIONS = (5, 6, 7, 8)  # EXIF orientations that swap width and height
 
 
 class ImageError(Exception):
     """Why a file cannot be used; ``str(exc)`` is a short reason shown to users."""
 
 
-def load_image(source: str | os.PathLike | bytes, channels: int, draft: tuple[int, int] | None = None) -> Image.Image:
+def load_image(source: str | os.PathLike | bytes, channels: int, draft: tuple[int, int] | None = None,
+               resize_mode: str = "squash") -> Image.Image:
     """Decode ``source`` (a path or bytes) into mode "L" (channels 1) or "RGB" (3).
 
-    ``draft`` lets JPEG decoding skip detail that a resize to that size would
-    throw away (DCT scaling): the decoded image stays at least that large.
+    ``draft`` (the target width and height of a later ``resize`` in
+    ``resize_mode``) lets JPEG decoding skip detail that the resize would
+    throw away (DCT scaling by 2, 4 or 8): the decoded image stays at least
+    as large as the resize scales it to, so the resize still only shrinks.
     """
     try:
         if isinstance(source, bytes | bytearray):
             if not source:
                 raise ImageError("empty file")
-            return _decode(io.BytesIO(source), channels, draft)
+            return _decode(io.BytesIO(source), channels, draft, resize_mode)
         if os.path.getsize(source) == 0:
             raise ImageError("empty file")
         with open(source, "rb") as handle:
-            return _decode(handle, channels, draft)
+            return _decode(handle, channels, draft, resize_mode)
     except ImageError:
         raise
     except Image.DecompressionBombError as exc:
@@ -56,18 +61,29 @@ def load_image(source: str | os.PathLike | bytes, channels: int, draft: tuple[in
         raise ImageError(f"truncated or corrupt image: {exc}") from None
 
 
-def _decode(handle, channels: int, draft: tuple[int, int] | None) -> Image.Image:
+def _decode(handle, channels: int, draft: tuple[int, int] | None, resize_mode: str) -> Image.Image:
     with warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)
         try:
             with Image.open(handle, formats=ALLOWED_FORMATS) as image:
                 image.seek(0)  # the first frame of an animation
                 if draft and image.format == "JPEG":
-                    image.draft("L" if channels == 1 else "RGB", draft)
+                    image.draft("L" if channels == 1 else "RGB", _draft_size(image, *draft, resize_mode))
                 image.load()
                 return convert(ImageOps.exif_transpose(image), channels)
         except Image.DecompressionBombWarning as exc:
             raise ImageError(f"refused as a possible decompression bomb: {exc}") from None
+
+
+def _draft_size(image: Image.Image, width: int, height: int, mode: str) -> tuple[int, int]:
+    """The size the resize will scale the stored image to, in the stored orientation (before the
+    EXIF rotation that ``exif_transpose`` applies after decoding)."""
+    turned = image.getexif().get(ExifTags.Base.Orientation, 1) in TURNED_ORIENTATIONS
+    stored_w, stored_h = image.size
+    shown_w, shown_h = (stored_h, stored_w) if turned else (stored_w, stored_h)
+    scaled = (width, height) if mode not in SCALING_MODES else _scaled_size((shown_w, shown_h), _scale(mode, width, height,
+                                                                                              shown_w, shown_h))
+    return (scaled[1], scaled[0]) if turned else scaled
 
 
 def convert(image: Image.Image, channels: int) -> Image.Image:
@@ -99,8 +115,19 @@ def _noise(rng: np.random.Generator, height: int, width: int, channels: int) -> 
     return rng.integers(0, 256, size=(height, width, channels), dtype=np.uint8)
 
 
+def _scale(mode: str, width: int, height: int, image_width: int, image_height: int) -> float:
+    """How much crop, fill and half_crop scale an image before cropping or filling it."""
+    cover = max(width / image_width, height / image_height)
+    fit = min(width / image_width, height / image_height)
+    return {"crop": cover, "fill": fit, "half_crop": (cover + fit) / 2}[mode]
+
+
+def _scaled_size(size: tuple[int, int], scale: float) -> tuple[int, int]:
+    return max(1, round(size[0] * scale)), max(1, round(size[1] * scale))
+
+
 def _scaled(image: Image.Image, scale: float) -> Image.Image:
-    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+    size = _scaled_size(image.size, scale)
     return image if size == image.size else image.resize(size, RESAMPLE)
 
 
@@ -138,9 +165,6 @@ def resize(image: Image.Image, width: int, height: int, mode: str, rng: np.rando
         return to_array(image)
     if mode == "squash":
         return to_array(image.resize((width, height), RESAMPLE))
-    cover = max(width / image.width, height / image.height)
-    fit = min(width / image.width, height / image.height)
-    scale = {"crop": cover, "fill": fit, "half_crop": (cover + fit) / 2}[mode]
-    pixels = to_array(_scaled(image, scale))
+    pixels = to_array(_scaled(image, _scale(mode, width, height, image.width, image.height)))
     return _fit_axis(_fit_axis(pixels, 0, height, rng), 1, width, rng)
 

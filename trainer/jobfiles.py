@@ -18,6 +18,14 @@ Django, so both sides use it.
     profile.request         present while the web app asks for a profile
     profile/trace-S.json    a profile's trace, from step S
     export/model.pt         the trained model for download
+
+An export job's folder (``trainer.export_job``) and a pretrained model's
+(``trainer.pretrained_job``)::
+
+    export/model.zip        the model archive (``trainer.export``)
+    upload/weights          an uploaded archive or state dict, as sent
+    pretrained/weights.pt   the checked weights a training job's ``pretrained`` option reads
+    pretrained/info.json    their network, classes, channels and input size
 """
 
 from __future__ import annotations
@@ -42,6 +50,12 @@ PROFILE = "profile"
 PROFILE_REQUEST = "profile.request"
 EXPORT = "export"
 EXPORTED_MODEL = f"{EXPORT}/model.pt"
+MODEL_ARCHIVE = f"{EXPORT}/model.zip"
+
+PRETRAINED_UPLOAD = "upload/weights"
+PRETRAINED = "pretrained"
+PRETRAINED_WEIGHTS = f"{PRETRAINED}/weights.pt"
+PRETRAINED_INFO = f"{PRETRAINED}/info.json"
 
 # The subfolders whose files anyone signed in may download.
 SERVED_FOLDERS = (CHECKPOINTS, VISUALS, PROFILE, EXPORT)

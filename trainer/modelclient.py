@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import time
 import uuid
 from typing import Any
@@ -37,12 +36,27 @@ class ModelServerError(Exception):
         self.code = code
 
 
+WAIT_SLICE_SECONDS = 1.0
+
+
 def requests_key(prefix: str) -> str:
     return f"{prefix}:modelserver:requests"
 
 
 def alive_key(prefix: str) -> str:
     return f"{prefix}:modelserver:alive"
+
+
+def _wait(client: redis.Redis, key: str, timeout: float) -> Any:
+    """The reply, or None after ``timeout`` seconds. Waited for in slices of
+    WAIT_SLICE_SECONDS: one blocking read longer than the client's socket
+    timeout would end in a socket error instead of a reply."""
+    deadline = time.monotonic() + timeout
+    while (remaining := deadline - time.monotonic()) > 0:
+        popped = client.brpop([key], timeout=min(WAIT_SLICE_SECONDS, max(remaining, 0.01)))
+        if popped is not None:
+            return popped
+    return None
 
 
 def ask(client: redis.Redis, prefix: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -52,7 +66,7 @@ def ask(client: redis.Redis, prefix: str, request: dict[str, Any], timeout: floa
             raise ModelServerUnavailable("The model server is not running: start it with `python -m trainer.modelserver`.")
         reply_key = f"{prefix}:modelserver:reply:{uuid.uuid4().hex}"
         client.lpush(requests_key(prefix), json.dumps({**request, "reply": reply_key, "deadline": time.time() + timeout}))
-        popped = client.brpop([reply_key], timeout=max(1, math.ceil(timeout)))
+        popped = _wait(client, reply_key, timeout)
     except redis.RedisError as exc:
         raise ModelServerUnavailable(f"The model server cannot be reached: Redis is unavailable ({exc}).") from None
     if popped is None:

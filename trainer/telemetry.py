@@ -26,30 +26,44 @@ FILTER_PIXELS = 8  # each weight of a filter becomes an 8×8 block in the image
 PROFILE_STEPS = 5
 PROFILE_TOP = 15
 
-# Dense peak FLOP/s per GPU model for the precision used, from the vendors'
-# data sheets (without sparsity); MFU is reported only for GPUs listed here.
-PEAK_FLOPS = {
-    "H200": {"bf16": 989e12, "fp16": 989e12, "tf32": 494e12, "fp32": 67e12},
-    "H100": {"bf16": 989e12, "fp16": 989e12, "tf32": 494e12, "fp32": 67e12},
-    "A100": {"bf16": 312e12, "fp16": 312e12, "tf32": 156e12, "fp32": 19.5e12},
-    "L40S": {"bf16": 362e12, "fp16": 362e12, "tf32": 183e12, "fp32": 91.6e12},
-    "A10": {"bf16": 125e12, "fp16": 125e12, "tf32": 62.5e12, "fp32": 31.2e12},
-    "V100": {"fp16": 125e12, "fp32": 15.7e12, "tf32": 15.7e12},
-}
+# Dense peak FLOP/s (without sparsity) per GPU for the precision used, from
+# the vendors' data sheets; MFU is reported only for GPUs listed here. Each
+# entry is a part of the name NVML and CUDA report; the first that the name
+# holds wins, so a variant comes before its family's plain name: "NVIDIA H100
+# 80GB HBM3" (SXM5), "NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA A10G",
+# "NVIDIA A10", "NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe" (the same peaks).
+PEAK_FLOPS: tuple[tuple[str, dict[str, float]], ...] = (
+    ("H100 PCIe", {"bf16": 756e12, "fp16": 756e12, "tf32": 378e12, "fp32": 51e12}),
+    ("H100 NVL", {"bf16": 835.5e12, "fp16": 835.5e12, "tf32": 417.5e12, "fp32": 60e12}),
+    ("H200 NVL", {"bf16": 835.5e12, "fp16": 835.5e12, "tf32": 417.5e12, "fp32": 60e12}),
+    ("H100", {"bf16": 989e12, "fp16": 989e12, "tf32": 494e12, "fp32": 67e12}),
+    ("H200", {"bf16": 989e12, "fp16": 989e12, "tf32": 494e12, "fp32": 67e12}),  # GH200's too
+    ("A100", {"bf16": 312e12, "fp16": 312e12, "tf32": 156e12, "fp32": 19.5e12}),
+    ("A10G", {"bf16": 70e12, "fp16": 70e12, "tf32": 35e12, "fp32": 35e12}),  # AWS's variant: fewer tensor FLOPs
+    ("A10", {"bf16": 125e12, "fp16": 125e12, "tf32": 62.5e12, "fp32": 31.2e12}),
+    ("L40S", {"bf16": 362e12, "fp16": 362e12, "tf32": 183e12, "fp32": 91.6e12}),
+    ("L40", {"bf16": 181e12, "fp16": 181e12, "tf32": 90.5e12, "fp32": 90.5e12}),
+    ("L4", {"bf16": 121e12, "fp16": 121e12, "tf32": 60e12, "fp32": 30.3e12}),
+)
 
 
 def peak_flops(device: torch.device, precision: str) -> float | None:
     if device.type != "cuda":
         return None
-    name = torch.cuda.get_device_name(device)
-    for model, peaks in PEAK_FLOPS.items():
+    return peak_for(torch.cuda.get_device_name(device), precision)
+
+
+def peak_for(name: str, precision: str) -> float | None:
+    """The dense peak FLOP/s of the GPU called ``name`` at ``precision``, if listed."""
+    for model, peaks in PEAK_FLOPS:
         if model in name:
             return peaks.get(precision)
     return None
 
 
 class Hardware:
-    """Readings of the job's GPUs (NVML) and of this process (/proc)."""
+    """Readings of the job's GPUs (NVML) and of this process (/proc). A GPU
+    NVML cannot read is reported with the error, never failing the job."""
 
     def __init__(self, gpu_indices: list[int]) -> None:
         self.gpu_indices = gpu_indices
@@ -74,7 +88,7 @@ class Hardware:
         now, cpu = time.monotonic(), self._cpu_seconds()
         cpu_percent = 100.0 * (cpu - self.last_cpu) / max(now - self.last_time, 1e-6)
         self.last_cpu, self.last_time = cpu, now
-        gpus = [nvml.reading(i) for i in self.gpu_indices] if self.nvml else []
+        gpus = [nvml.safe_reading(i) for i in self.gpu_indices] if self.nvml else []
         return {"gpus": gpus, "cpu_percent": round(cpu_percent, 1), "rss_bytes": self._rss_bytes(),
                 "threads": torch.get_num_threads()}
 

@@ -13,6 +13,20 @@ A job folder that holds ``checkpoints/last.pt`` resumes from it: after an
 abort (the SIGTERM handler saves it at the next step boundary) or after the
 worker was lost (the last snapshot's copy).
 
+With several processes every decision that leads to a collective is taken
+together: whether to stop (an abort reaches the processes at different
+moments) is all-reduced every few optimiser steps and at each epoch's start,
+with each process's training loss, so that a loss that is no longer finite on
+any of them fails all of them at the same step. A process that fails on its
+own writes its message to the log; the first message of the run is the job's
+error.
+
+Timing: the first ``WARMUP_STEPS`` batches (CUDA's start, cuDNN's
+autotuning, compilation) are timed apart as ``warmup_seconds``; the images/s
+and ``train_seconds`` of the result and the perf events cover the batches
+after them. An interval ends after a synchronisation with the device, so it
+holds the time its last kernel took.
+
 Over 400 lines on purpose: the set-up, the loop and its reporting are one
 ``Run`` that reads top to bottom; the pieces that stand alone (data,
 augmentation, checkpoints, telemetry, the shared names and arithmetic) are
@@ -23,6 +37,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import signal
 import sys
@@ -38,14 +53,16 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from . import checkpoint, eventkinds, events, jobfiles, lr_policy, solvers, telemetry
-from .data import Augment, Batches, DatasetInfo, Normalizer, load_split
-from .distributed import Placement, exit_process, setup
+from .data import Augment, Batches, DatasetInfo, Normalizer, SplitData, load_split
+from .distributed import DeviceError, Placement, exit_process, setup
 from .networks import NetworkError, build, summary
 
 REPORT_SECONDS = 0.5     # train events and progress
 HARDWARE_SECONDS = 5.0
-STOP_CHECK_BATCHES = 10  # with several processes, they agree on stopping this often
-HOST_DATA_BUDGET = 8 * 2**30
+STOP_CHECK_STEPS = 10    # optimiser steps: with several processes, they agree on stopping this often
+WARMUP_STEPS = 5         # batches timed apart from training (at most half the run's)
+HOST_DATA_BUDGET = 8 * 2**30  # bytes of pixels held whole on a machine, all splits and processes together
+DATA_BUDGET_VARIABLE = "TRAIN_DATA_BUDGET"  # environment: that budget, in bytes
 DEVICE_DATA_FRACTION = 0.5
 INIT_FROM_DATA_IMAGES = 5000
 
@@ -66,6 +83,10 @@ class Progress:
     best: dict[str, Any] | None = None
     bad_validations: int = 0    # validations since the best one (early stopping)
     last_val: dict[str, float] = field(default_factory=dict)
+    # Summed over every attempt, so a resumed run's result counts them all.
+    train_seconds: float = 0.0
+    warmup_seconds: float = 0.0
+    images_trained: int = 0
 
 
 class Run:
@@ -77,8 +98,8 @@ class Run:
         self.stop_requested = False
         self.last_train_loss: float | None = None
         self.last_hardware = 0.0
-        self.images_trained = 0
-        self.train_seconds = 0.0
+        self.updates = 0  # optimiser steps of this process's run (since its start or resume)
+        self.stopping = False  # the processes' common decision to stop (``stop_requested`` is this one's wish)
         self.progress = Progress(next_val=config["val_interval"], next_snapshot=config["snapshot_interval"])
         self._setup_numerics()
         self._setup_data()
@@ -88,6 +109,7 @@ class Run:
         if self.total_steps == 0:
             raise TrainingError("The training split has fewer images than one batch per process: "
                                 "lower the batch size or use a larger dataset.")
+        self.unchecked_loss = torch.zeros((), device=self.device)  # losses since the processes last agreed
         self.policy = lr_policy.warmup_for(config["lr_policy"], place.world_size, config["scale_lr"])
         self.base_lr = lr_policy.effective_lr(config["lr"], place.world_size, config["scale_lr"])
         self.hardware = telemetry.Hardware([int(d.removeprefix("gpu")) for d in config.get("devices", [])
@@ -112,13 +134,14 @@ class Run:
     def _setup_data(self) -> None:
         config, place = self.config, self.place
         self.info = DatasetInfo.load(Path(config["dataset_dir"]))
-        budget = HOST_DATA_BUDGET
-        if self.device.type == "cuda":
-            free, _ = torch.cuda.mem_get_info(self.device)
-            budget = min(budget, int(free * DEVICE_DATA_FRACTION))
+        budget = self._data_budget()
         self.splits = {}
-        for split in ("train", "val", "test"):
+        for split in ("train", "val", "test"):  # the training split first: it is read most
             data = load_split(Path(config["dataset_dir"]), split, budget)
+            if isinstance(data, SplitData):
+                budget -= data.images.numel()  # uint8: one byte an element
+            elif data is not None:
+                self.log(f"the {split} split is larger than the memory left for data: streamed from disk")
             if data is not None:
                 self.splits[split] = data.to(self.device)
         if "train" not in self.splits:
@@ -139,6 +162,16 @@ class Run:
         self.eval_batches = {split: Batches(data, config["batch_size"], shuffle=False, augment=None, drop_last=False,
                                             **shared)
                              for split, data in self.splits.items() if split != "train"}
+
+    def _data_budget(self) -> int:
+        """Bytes of pixels this process may hold whole, all splits together:
+        its share of the machine's budget (each process holds its own copy)
+        and, on a GPU, part of the memory free there."""
+        budget = int(os.environ.get(DATA_BUDGET_VARIABLE) or HOST_DATA_BUDGET) // self.place.local_world_size
+        if self.device.type == "cuda":
+            free, _ = torch.cuda.mem_get_info(self.device)
+            budget = min(budget, int(free * DEVICE_DATA_FRACTION))
+        return budget
 
     def _train_batches_at(self, epoch: int) -> Batches:
         self.train_batches.set_batch_size(lr_policy.batch_size_at(self.config.get("batch_schedule") or [],
@@ -163,8 +196,12 @@ class Run:
         self.optimizer = solvers.make_optimizer(config["solver"], model.parameters(), config["lr"],
                                                 config["momentum"], config["weight_decay"])
         wrapped: torch.nn.Module = model
+        self.ddp: DistributedDataParallel | None = None
         if self.place.distributed:
-            wrapped = DistributedDataParallel(model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+            wrapped = self.ddp = DistributedDataParallel(
+                model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        # Compiled around DDP, so that its all-reduces overlap the backward
+        # pass; ``no_sync`` is then asked of the DDP module itself.
         self.net = torch.compile(wrapped) if config.get("compile") else wrapped
         self.criterion = torch.nn.CrossEntropyLoss(label_smoothing=float(config.get("label_smoothing") or 0.0))
 
@@ -255,14 +292,15 @@ class Run:
                 (self.job_dir / jobfiles.NETWORK_SUMMARY).write_text(json.dumps(self.summary))
         self.log(f"training {config['network'].get('name') or config['network']['source']} on {self.device} "
                  f"({self.place.world_size} process(es)), {self.total_steps} steps, lr {self.base_lr:g}")
+        self.warmup_left = min(WARMUP_STEPS, (self.total_steps - self.progress.step) // 2)
         stopped_early = False
-        while self.progress.epoch < config["epochs"] and not self.stop_requested:
+        while self.progress.epoch < config["epochs"] and not self.agree():  # each epoch's start: a decision point
             stopped_early = self.train_one_epoch()
-            if stopped_early:
+            if stopped_early or self.stopping:
                 break
         if self.profile.active:
             self.emit(eventkinds.PROFILE, self.profile.stop())
-        if self.stop_requested:
+        if self.stopping:
             self.save(jobfiles.LAST)
             self.log("stopped: checkpoint saved for resuming")
             return {}
@@ -287,21 +325,28 @@ class Run:
             if update:
                 lr_policy_lr = lr_policy.lr_at(self.policy, self.base_lr, p.step, self.total_steps)
                 solvers.set_lr(self.optimizer, lr_policy_lr)
-            loss_sum += self.step(x, y, accumulation, update, collect=epoch_now >= p.next_val - 1e-9)
+            loss = self.step(x, y, accumulation, update, collect=epoch_now >= p.next_val - 1e-9)
+            loss_sum += loss
+            if self.place.distributed:  # one process checks its loss at its reports
+                self.unchecked_loss += loss
             if self.profile.active and (report := self.profile.step_done()):
                 self.emit(eventkinds.PROFILE, report)
-            now = time.perf_counter()
-            if now - report_time >= REPORT_SECONDS or p.batch == self.epoch_batches[p.epoch]:
-                loss = self.report(loss_sum, p.step - reported_step, now - report_time,
-                                   batches.data_wait_seconds - wait_start, epoch_now, batches.batch_size)
+            warming_up, self.warmup_left = self.warmup_left > 0, max(self.warmup_left - 1, 0)
+            validating, snapshotting = epoch_now >= p.next_val - 1e-9, epoch_now >= p.next_snapshot - 1e-9
+            # An interval ends at the clock, at the warm-up's end and before
+            # work that is not training (validation, snapshots, the epoch's end).
+            if (time.perf_counter() - report_time >= REPORT_SECONDS or (warming_up and not self.warmup_left)
+                    or validating or snapshotting or p.batch == self.epoch_batches[p.epoch]):
+                self.place.synchronize()  # host-device sync: the interval holds its last kernel
+                now = time.perf_counter()
+                self.report(loss_sum, p.step - reported_step, now - report_time,
+                            batches.data_wait_seconds - wait_start, epoch_now, batches.batch_size, warming_up)
                 loss_sum.zero_()
                 reported_step, report_time, wait_start = p.step, now, batches.data_wait_seconds
-                if not math.isfinite(loss):
-                    raise TrainingError(f"The training loss became {loss} at epoch {epoch_now:.2f}: "
-                                        "try a lower learning rate.")
                 if self.place.is_main:
                     self.report_host(now)
-            validating, snapshotting = epoch_now >= p.next_val - 1e-9, epoch_now >= p.next_snapshot - 1e-9
+            if validating or snapshotting:
+                self.agree()  # a loss gone bad on any process fails them all before it is validated or saved
             if validating and self.validate(epoch_now):
                 return True
             if snapshotting:
@@ -310,8 +355,10 @@ class Run:
             if validating or snapshotting:
                 # not training time: the next report's interval starts after them
                 report_time, wait_start = time.perf_counter(), batches.data_wait_seconds
-            if update and self._should_stop(p.batch):  # never between accumulated batches
-                return False
+            if update:  # never between accumulated batches
+                self.updates += 1
+                if (not self.place.distributed or self.updates % STOP_CHECK_STEPS == 0) and self.agree():
+                    return False
         p.epoch += 1
         p.batch = 0
         return False
@@ -319,8 +366,8 @@ class Run:
     def step(self, x: torch.Tensor, y: torch.Tensor, accumulation: int, update: bool, collect: bool) -> torch.Tensor:
         """Forward and backward of one batch; an optimiser step every
         ``accumulation`` batches. Returns the batch's loss on the device."""
-        sync = update or not isinstance(self.net, DistributedDataParallel)
-        with self.autocast, (nullcontext() if sync else self.net.no_sync()):
+        accumulating = self.ddp is not None and not update  # gradients stay local until the update
+        with self.autocast, (self.ddp.no_sync() if accumulating else nullcontext()):
             loss = self.criterion(self.net(x), y)
         self.scaler.scale(loss / accumulation).backward()
         if update:
@@ -340,23 +387,40 @@ class Run:
         if not self.profile.active and self.profile.requested():
             self.profile.start(self.progress.step)
 
-    def _should_stop(self, batch: int) -> bool:
-        """An abort asks every process to stop at the same batch."""
+    def agree(self) -> bool:
+        """Whether the processes stop here (an abort reached any of them);
+        with several, fails them all when the training loss of any was not
+        finite since they last agreed. Every process calls it at the same
+        steps (a collective, and a host-device sync, with several)."""
         if not self.place.distributed:
-            return self.stop_requested
-        if batch % STOP_CHECK_BATCHES:
-            return False
-        self.stop_requested = self.place.any(self.stop_requested)
-        return self.stop_requested
+            self.stopping = self.stop_requested
+            return self.stopping
+        status = torch.zeros(self.place.world_size, 2, device=self.device)
+        status[self.place.rank, 0] = float(self.stop_requested)
+        status[self.place.rank, 1] = self.unchecked_loss
+        self.unchecked_loss.zero_()
+        rows = self.place.all_reduce_sum(status).tolist()  # host-device sync: every STOP_CHECK_STEPS steps
+        for rank, (_, loss) in enumerate(rows):
+            if not math.isfinite(loss):
+                raise TrainingError(f"The training loss became {loss} in process {rank} at epoch "
+                                    f"{self.epoch_float(self.progress.epoch, self.progress.batch):.2f}: "
+                                    "try a lower learning rate.")
+        self.stopping = any(stop for stop, _ in rows)
+        return self.stopping
 
     def report(self, loss_sum: torch.Tensor, steps: int, seconds: float, data_wait: float, epoch: float,
-               batch_size: int) -> float:
+               batch_size: int, warming_up: bool) -> None:
         # This process's own loss, no collective: reports are due by the clock,
-        # which the processes do not share (validation is all-reduced instead).
-        loss = loss_sum.item() / max(steps, 1)  # host-device sync: the only one in the loop outside evaluation
+        # which the processes do not share (``agree`` and validation are the collectives).
+        loss = loss_sum.item() / max(steps, 1)  # host-device sync, after the interval's own
+        if not math.isfinite(loss) and not self.place.distributed:
+            raise TrainingError(f"The training loss became {loss} at epoch {epoch:.2f}: try a lower learning rate.")
         images = steps * batch_size * self.place.world_size
-        self.images_trained += images
-        self.train_seconds += seconds
+        if warming_up:
+            self.progress.warmup_seconds += seconds
+        else:
+            self.progress.images_trained += images
+            self.progress.train_seconds += seconds
         self.last_train_loss = loss
         rate = images / max(seconds, 1e-9)
         wait = min(data_wait / max(seconds, 1e-9), 1.0)
@@ -364,11 +428,12 @@ class Run:
         p = self.progress
         self.emit(eventkinds.TRAIN, eventkinds.train(p.step, epoch, loss, lr, batch_size, rate, wait))
         self.emit(eventkinds.PROGRESS, {"progress": min(p.step / self.total_steps, 1.0), "epoch": epoch, "loss": loss})
+        if warming_up:
+            return
         flops = self.summary.get("flops_per_image") or 0
         mfu = 3 * flops * rate / (self.peak * self.place.world_size) if self.peak and flops else None
-        self.emit(eventkinds.PERF, {"images_per_s": rate, "data_wait": wait, "step_ms": 1000 * seconds / max(steps, 1),
-                           "flops_per_image": flops, "mfu": mfu, "device": str(self.device)})
-        return loss
+        self.emit(eventkinds.PERF, eventkinds.perf(rate, wait, 1000 * seconds / max(steps, 1), flops, mfu,
+                                                   str(self.device), self.progress.warmup_seconds))
 
     @torch.no_grad()
     def evaluate(self, split: str) -> dict[str, float] | None:
@@ -377,6 +442,8 @@ class Run:
             return None
         # The plain module, not DDP: its forward may broadcast buffers, a
         # collective that ranks with uneven evaluation shards would not all join.
+        # Their running statistics (BatchNorm's) are made one model's first.
+        self.place.average_([b for b in self.model.buffers() if b.is_floating_point()])
         self.model.eval()
         sums = torch.zeros(4, device=self.device)  # loss sum, top-1, top-5, count
         batches.set_epoch(0)
@@ -455,8 +522,8 @@ class Run:
         self.save(jobfiles.LAST)
         if self.place.is_main:
             self.export()
-        result = {"best": p.best, "final": final, "epochs": epoch, "train_seconds": self.train_seconds,
-                  "images_per_s": self.images_trained / max(self.train_seconds, 1e-9), "stopped_early": stopped_early}
+        result = eventkinds.result(p.best, final, epoch, p.train_seconds, p.warmup_seconds,
+                                   p.images_trained / max(p.train_seconds, 1e-9), stopped_early)
         self.emit(eventkinds.RESULT, result)
         self.log("done: " + ", ".join(f"{k} {v:.4f}" for k, v in final.items()))
         return result
@@ -473,7 +540,7 @@ class Run:
 
 
 def _describe_failure(exc: BaseException, config: dict[str, Any]) -> str:
-    if isinstance(exc, (TrainingError, NetworkError)):
+    if isinstance(exc, (TrainingError, NetworkError, DeviceError)):
         return str(exc)
     if isinstance(exc, torch.OutOfMemoryError):
         return (f"The GPU ran out of memory with a batch size of {config.get('batch_size')}: "
@@ -482,10 +549,27 @@ def _describe_failure(exc: BaseException, config: dict[str, Any]) -> str:
     return "Training failed: " + "".join(lines[-6:]).strip()
 
 
+def report_failure(job_dir: Path, message: str, own: bool, earlier: events.Reader) -> None:
+    """Log a process's failure and make it the job's error unless another
+    process of the run reported first: a process that fails alone ends the
+    others' collectives, and theirs ("connection closed by peer") would hide
+    the cause. ``own``: a failure of this process alone, named with its rank;
+    the others (a ``TrainingError``) every process meets alike, and the main
+    one reports."""
+    rank, world_size = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size > 1 and own:
+        message = f"Process {rank} of {world_size}: {message}"
+    print(message, file=sys.stderr, flush=True)
+    if (own or rank == 0) and not any(e["kind"] == eventkinds.ERROR for e in earlier.read()):
+        events.append(job_dir, eventkinds.ERROR, {"message": message})
+
+
 def main(config_path: str) -> int:
     job_dir = Path(config_path).resolve().parent
     config = json.loads(Path(config_path).read_text())
-    place = setup()
+    this_run = events.Reader(job_dir)
+    this_run.read()  # what earlier runs wrote; errors are looked for after it
+    place: Placement | None = None
     runs: list[Run] = []
     stop_requested: list[bool] = []
 
@@ -496,17 +580,17 @@ def main(config_path: str) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
+        place = setup(config.get("devices", []))
         runs.append(Run(config, job_dir, place))
         runs[0].stop_requested = bool(stop_requested)
         runs[0].train()
     except Exception as exc:
-        message = _describe_failure(exc, config)
-        if place.is_main:
-            events.append(job_dir, eventkinds.ERROR, {"message": message})
-            print(message, file=sys.stderr, flush=True)
+        own = not isinstance(exc, (TrainingError, NetworkError))
+        report_failure(job_dir, _describe_failure(exc, config), own, this_run)
         return 1
     finally:
-        place.close()
+        if place is not None:
+            place.close()
     return 0
 
 

@@ -4,11 +4,17 @@ from jobs.kinds import Category, JobKind, register, register_category
 from trainer.jobfiles import LAST_CHECKPOINT
 
 
+def runs_code(params: dict) -> str | None:
+    """A network written in Python runs as code with the server account's rights."""
+    return "jobs.run_code" if (params.get("network") or {}).get("source") == "python" else None
+
+
 class TrainingConfig(AppConfig):
     name = "training"
 
     def ready(self) -> None:
         from .command import train_command
+        from .shown import public_params, settings_table
         from .summary import summary_extra
         from .views import page_context
 
@@ -16,4 +22,5 @@ class TrainingConfig(AppConfig):
         register(JobKind("train", "Model", "models", train_command,
                          page_template="training/section.html", page_context=page_context,
                          new_page="new-model", create_endpoint="api-models", resume_file=LAST_CHECKPOINT,
-                         summary_extra=summary_extra))
+                         summary_extra=summary_extra, public_params=public_params, settings=settings_table,
+                         required_permission=runs_code))

@@ -5,14 +5,18 @@ need a network built: its editor text (Customize) and its layer table
 The lists come from ``trainer.catalog``, which imports no torch. Building a
 network does, and the web process never loads torch (it would cost every web
 process seconds and hundreds of megabytes), so those two run in a short child
-process with a time limit.
+process with a time limit, a memory limit (INSPECT_MEMORY_BYTES of address
+space: torch alone takes about 4 GiB of it), a bound on the parameters it
+builds, and at most INSPECT_CONCURRENCY of them at once per web process.
 """
 
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
+import threading
 from dataclasses import asdict
 from functools import lru_cache
 from typing import Any
@@ -22,6 +26,9 @@ from django.conf import settings
 from trainer.catalog import NETWORKS, SOLVERS, uses_momentum
 
 TIMEOUT_SECONDS = 60
+# How long a request waits for one of the INSPECT_CONCURRENCY places.
+QUEUE_SECONDS = 10
+_places = threading.BoundedSemaphore(settings.INSPECT_CONCURRENCY)
 
 CUSTOMIZE_CODE = """
 import json, sys
@@ -34,9 +41,32 @@ class CatalogError(RuntimeError):
     """The trainer could not answer (a broken installation)."""
 
 
+class Busy(RuntimeError):
+    """Every place for building networks is taken."""
+
+
+def _limit_memory() -> None:
+    limit = settings.INSPECT_MEMORY_BYTES
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def _run(args: list[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], input=stdin, capture_output=True, text=True,
-                          timeout=TIMEOUT_SECONDS, cwd=settings.BASE_DIR, check=False)
+    if not _places.acquire(timeout=QUEUE_SECONDS):
+        raise Busy("Other networks are being built for their layer tables right now; try again in a moment.")
+    try:
+        return subprocess.run([sys.executable, *args], input=stdin, capture_output=True, text=True,
+                              timeout=TIMEOUT_SECONDS, cwd=settings.BASE_DIR, check=False, preexec_fn=_limit_memory)
+    finally:
+        _places.release()
+
+
+OUT_OF_MEMORY_SIGNS = ("bad_alloc", "MemoryError", "Cannot allocate memory", "can't allocate memory")
+
+
+def _out_of_memory(done: subprocess.CompletedProcess[str]) -> bool:
+    """The child ran out of its memory: it died of it, or torch refused an
+    allocation and the builder passed the refusal on."""
+    return any(sign in done.stderr or sign in done.stdout for sign in OUT_OF_MEMORY_SIGNS)
 
 
 def networks() -> dict[str, dict[str, Any]]:
@@ -64,11 +94,17 @@ def customize(name: str) -> dict[str, str]:
 def inspect(network: dict[str, Any], channels: int, classes: int, height: int, width: int) -> dict[str, Any]:
     """Build ``network`` for this input and summarise it: {"ok": true, "summary": {...}}
     or {"ok": false, "error": "..."}."""
-    request = {"network": network, "channels": channels, "classes": classes, "height": height, "width": width}
+    request = {"network": network, "channels": channels, "classes": classes, "height": height, "width": width,
+               "max_params": settings.INSPECT_MAX_PARAMS}
     try:
         done = _run(["-m", "trainer.networks.inspect"], json.dumps(request))
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"Building the network took more than {TIMEOUT_SECONDS} s."}
+    except Busy as exc:
+        return {"ok": False, "error": str(exc), "busy": True}
+    if _out_of_memory(done):
+        return {"ok": False, "error": "The network needs more memory than Visualize may use (INSPECT_MEMORY_BYTES); "
+                                      "its layers or activations are too large for this image size."}
     try:
         answer = json.loads(done.stdout)
     except ValueError:

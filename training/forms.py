@@ -25,13 +25,13 @@ from trainer.networks.layerspec import NetworkError, validate_layers
 from trainer.steps import total_steps
 
 from . import catalog, sweeps
-from .services import RUN_CODE, built_dataset, dataset_choices, dataset_classes, previous_jobs
+from .services import RUN_CODE, built_dataset, dataset_choices, dataset_classes, pretrained_models, previous_jobs
 
 SEED_LIMIT = 2**31 - 1
 NO_DATASET_STEPS_PER_EPOCH = 100
 
 NETWORK_SOURCES = [("standard", "Standard network"), ("layers", "Custom layers"), ("python", "Python code"),
-                   ("previous", "Previous network")]
+                   ("previous", "Previous network"), ("pretrained", "Pretrained model")]
 PRETRAINED_MODES = [("finetune", "Fine-tune: keep the weights that fit, re-initialise the rest "
                                  "(the classifier when the classes differ)"),
                     ("continue", "Continue: the same network and classes, every weight kept")]
@@ -189,7 +189,9 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
     batch_accumulation = forms.IntegerField(min_value=1, max_value=1024, initial=1, label="Batch accumulation",
                                             help_text="Batches whose gradients are summed before each update.")
 
-    solver = forms.ChoiceField(choices=[], initial="sgd", label="Solver")
+    solver = forms.ChoiceField(choices=[], initial="momentum", label="Solver",
+                               help_text="SGD with momentum 0.9 is torchvision's reference default; "
+                                         "DIGITS' default was plain SGD, which ignores the momentum.")
     momentum = _float("Momentum", 0.9, maximum=0.999)
     weight_decay = _float("Weight decay", 0.0001)
     label_smoothing = _float("Label smoothing", 0.0, maximum=0.99)
@@ -223,6 +225,9 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
     previous_snapshot = forms.CharField(required=False, widget=forms.Select, label="Snapshot")
     # Not required: the page shows these fields only when there is an earlier model.
     pretrained_mode = forms.ChoiceField(choices=PRETRAINED_MODES, initial="finetune", label="Mode", required=False)
+    pretrained_model = forms.IntegerField(required=False, widget=forms.Select, label="Pretrained model",
+                                          help_text="Fine-tuned: the classifier is re-made for this dataset's classes, "
+                                                    "and any layer whose shape differs is re-initialised.")
 
     def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -237,6 +242,8 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
         # The page's script narrows these to the chosen model's snapshots.
         files = sorted({file for p in self.previous for file in p["snapshots"]})
         self.fields["previous_snapshot"].widget.choices = [(file, file) for file in files]
+        self.pretrained_models = pretrained_models()
+        self.fields["pretrained_model"].widget.choices = [(p["id"], p["label"]) for p in self.pretrained_models]
         self.network: dict[str, Any] | None = None
         self.pretrained: dict[str, Any] | None = None
 
@@ -273,12 +280,15 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
             self.network = {"source": "python", "text": text}
         elif source == "previous":
             self._clean_previous(data)
+        elif source == "pretrained":
+            self._clean_pretrained_model(data)
 
     def _refuse_code(self, field: str) -> bool:
         if self.may_run_code:
             return False
         self.add_error(field, "Only users allowed to run code may train a network written in Python; "
-                              "ask an administrator for the permission “May run custom Python network code”.")
+                              "ask an administrator for the permission “May run custom Python network code, "
+                              "with all the rights of the server's account”.")
         return True
 
     def _syntax_error(self, text: str) -> bool:
@@ -322,6 +332,20 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
         self.network = dict(chosen["network"])
         self.pretrained = {"job": earlier.pk, "path": str(earlier.folder / data["previous_snapshot"]),
                            "mode": mode}
+
+    def _clean_pretrained_model(self, data: dict[str, Any]) -> None:
+        if not self.pretrained_models:
+            self.add_error("network_source", "No pretrained model is made yet: upload one, or make one from a "
+                                             "model's snapshot; or choose another network.")
+            return
+        chosen = next((p for p in self.pretrained_models if p["id"] == data.get("pretrained_model")), None)
+        if chosen is None:
+            self.add_error("pretrained_model", "Choose one of the pretrained models.")
+            return
+        if chosen["network"].get("source") == "python" and self._refuse_code("pretrained_model"):
+            return
+        self.network = dict(chosen["network"])
+        self.pretrained = {"job": chosen["id"], "path": chosen["path"], "mode": "finetune"}
 
     def params(self) -> dict[str, Any]:
         """The params of the first job of the submission (see the contract in

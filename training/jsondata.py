@@ -14,6 +14,8 @@ from django import forms
 from jobs.models import Job
 from trainer import lr_policy as policies
 
+from .services import PRETRAINED_KIND
+
 
 def defaults(form_class: type[forms.Form]) -> dict[str, Any]:
     """The initial values the page shows, for what an API call leaves out."""
@@ -36,7 +38,8 @@ def _listed(value: Any) -> Any:
 
 def from_json(body: dict[str, Any]) -> dict[str, Any]:
     """Form data from an API body, which may also give values as the params
-    store them: ``network``, ``pretrained``, ``lr_policy`` and ``early_stopping``
+    store them: ``network`` (``{"source": "pretrained", "id": N}`` for a
+    pretrained model), ``pretrained``, ``lr_policy`` and ``early_stopping``
     as objects, lists of learning rates, batch sizes, milestones and GPU ids,
     and the batch schedule as pairs."""
     data = dict(body)
@@ -49,10 +52,15 @@ def from_json(body: dict[str, Any]) -> dict[str, Any]:
         elif source in ("layers", "python"):
             text = network.get("text")
             data[f"{source}_text"] = text if isinstance(text, str) or text is None else json.dumps(text)
+        elif source == "pretrained":
+            data["pretrained_model"] = network.get("id")
     elif network is not None:
         data["network_source"] = network
     pretrained = data.pop("pretrained", None)
-    if isinstance(pretrained, dict):
+    if isinstance(pretrained, dict) and _is_pretrained_model(pretrained.get("job")):
+        data["network_source"] = "pretrained"
+        data["pretrained_model"] = pretrained.get("job")
+    elif isinstance(pretrained, dict):
         data["network_source"] = "previous"
         data["previous_job"] = pretrained.get("job")
         path = str(pretrained.get("file") or pretrained.get("path") or "")
@@ -75,6 +83,10 @@ def from_json(body: dict[str, Any]) -> dict[str, Any]:
         if key in data:
             data[key] = _listed(data[key])
     return {k: v for k, v in data.items() if v is not None}
+
+
+def _is_pretrained_model(job_id: Any) -> bool:
+    return isinstance(job_id, int) and Job.objects.filter(pk=job_id, kind=PRETRAINED_KIND).exists()
 
 
 def _relative_snapshot(path: str, job_id: Any) -> str:

@@ -1,10 +1,11 @@
 """The queries and actions of model training that pages and the API share:
-the datasets and earlier models a new model may start from, the run files
+the datasets, earlier models and pretrained models a new model may start from, the run files
 anyone signed in may download, profiling requests, and a group's runs side
 by side."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from django.http import Http404
 from django.urls import reverse
 
 from datasets import store
+from digitslike.api import ActionError
 from jobs import serialize, services
 from jobs.models import ACTIVE, Job, Status
 from trainer import jobfiles
@@ -21,6 +23,7 @@ from trainer.networks.layerspec import NetworkError, validate_layers
 from . import catalog, series
 
 RUN_CODE = "jobs.run_code"
+PRETRAINED_KIND = "pretrained"  # the pretrained app's jobs: weights a new model may be fine-tuned from
 PREVIOUS_JOBS_SHOWN = 200
 GROUP_POINTS = 500  # per curve: a group overlays many runs
 
@@ -35,6 +38,31 @@ def previous_jobs() -> list[dict[str, Any]]:
         if files and isinstance(job.params.get("network"), dict):
             found.append({"id": job.pk, "label": f"{job.name} #{job.pk} ({job.get_status_display().lower()})",
                           "snapshots": files, "network": job.params["network"]})
+    return found
+
+
+def pretrained_info(job: Job) -> dict[str, Any] | None:
+    """What a done pretrained model holds (network, classes, channels, input
+    size, parameters), from its ``info.json``; None before it is made."""
+    if job.status != Status.DONE:
+        return None
+    try:
+        return json.loads((job.folder / jobfiles.PRETRAINED_INFO).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def pretrained_models() -> list[dict[str, Any]]:
+    """Done pretrained models, newest first: each with its network and the
+    weights file a training job's ``pretrained`` option reads."""
+    found = []
+    for job in Job.objects.filter(kind=PRETRAINED_KIND, status=Status.DONE)[:PREVIOUS_JOBS_SHOWN]:
+        info = pretrained_info(job)
+        if info and isinstance(info.get("network"), dict):
+            network = info["network"].get("name") or info["network"].get("source")
+            found.append({"id": job.pk, "label": f"Pretrained model: {job.name} #{job.pk} ({network}, "
+                                                 f"{len(info['classes'])} classes)",
+                          "network": info["network"], "path": str(job.folder / jobfiles.PRETRAINED_WEIGHTS)})
     return found
 
 
@@ -132,10 +160,10 @@ def request_profile(job: Job, user: Any) -> Job:
     file, profiles, deletes the file and reports a ``profile`` event."""
     services.require_change(job, user)
     if job.kind != "train":
-        raise services.ActionError("Only training jobs can be profiled.")
+        raise ActionError("Only training jobs can be profiled.")
     job.refresh_from_db(fields=["status"])
     if job.status != Status.RUNNING:
-        raise services.ActionError(
+        raise ActionError(
             f"The job is {job.get_status_display().lower()}; only a running training job can be profiled.")
     (job.folder / jobfiles.PROFILE_REQUEST).touch()
     return job

@@ -6,6 +6,7 @@ the group page. The JSON API is in ``api``."""
 from __future__ import annotations
 
 import mimetypes
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -13,9 +14,11 @@ from django.forms import ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
-from digitslike.api import BadRequest, json_body
+from digitslike.api import BadRequest, bad_request_message, error, json_body
+from digitslike.files import streamed_asynchronously
 from jobs import services as job_services
 from jobs.models import Job
 from jobs.views import _act
@@ -27,13 +30,14 @@ from .jsondata import api_data
 
 # Images are shown in the page; everything else is a download.
 INLINE_TYPES = ("image/png",)
+MODEL_SUFFIXES = (".pt", ".pth", ".pt2", ".safetensors", ".onnx")
 
 
 # ---- the New model page --------------------------------------------------------------
 
 def _page_data(form: NewModelForm) -> dict[str, Any]:
     """What the page's script needs: which fields each policy and solver uses,
-    the standard networks, the earlier models to start from, the snapshot
+    the standard networks, the earlier and pretrained models to start from, the snapshot
     file names and the URLs it asks."""
     return {
         "policies": {name: params for name, _label, params in lr_policy.POLICIES},
@@ -41,6 +45,7 @@ def _page_data(form: NewModelForm) -> dict[str, Any]:
         "momentum": [name for name, solver in catalog.solvers().items() if solver["momentum"]],
         "networks": catalog.networks(),
         "previous": form.previous,
+        "pretrained": [{"id": p["id"], "label": p["label"], "network": p["network"]} for p in form.pretrained_models],
         "may_run_code": form.may_run_code,
         "files": jobfiles.page_names(),
         "urls": {"customize": reverse("model-customize"), "visualize": reverse("model-visualize"),
@@ -58,7 +63,9 @@ def new_model(request: HttpRequest) -> HttpResponse:
                 return redirect("job", jobs[0].pk)
             return redirect(reverse("group", args=[jobs[0].group]))
     else:
-        initial = {"dataset": request.GET["dataset"]} if request.GET.get("dataset", "").isdigit() else {}
+        initial = {key: request.GET[key] for key in ("dataset", "pretrained_model") if request.GET.get(key, "").isdigit()}
+        if "pretrained_model" in initial:
+            initial["network_source"] = "pretrained"
         form = NewModelForm(initial=initial, user=request.user)
     context = {"form": form, "page_data": _page_data(form)}
     return render(request, "training/new.html", context, status=400 if request.method == "POST" else 200)
@@ -73,9 +80,7 @@ def preview(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _json_error(exc: BadRequest) -> JsonResponse:
-    messages = [f"{field}: {e['message']}" if field != "__all__" else e["message"]
-                for field, errors in exc.errors.items() for e in errors]
-    return JsonResponse({"error": " ".join(messages), "errors": exc.errors}, status=400)
+    return error(bad_request_message(exc.errors), 400, errors=exc.errors)
 
 
 @login_required
@@ -93,8 +98,11 @@ def customize(request: HttpRequest) -> JsonResponse:
     name = request.GET.get("name", "")
     known = catalog.networks()
     if name not in known:
-        return JsonResponse({"error": f"Unknown standard network {name!r}; known: {', '.join(known)}."}, status=400)
-    return JsonResponse(catalog.customize(name))
+        return error(f"Unknown standard network {name!r}; known: {', '.join(known)}.", 400)
+    try:
+        return JsonResponse(catalog.customize(name))
+    except catalog.Busy as exc:
+        return error(str(exc), 429)
 
 
 @login_required
@@ -109,22 +117,22 @@ def visualize(request: HttpRequest) -> JsonResponse:
     try:
         dataset, info = services.built_dataset(body.get("dataset"))
     except ValidationError as exc:
-        return JsonResponse({"error": "Choose a dataset first: " + " ".join(exc.messages)}, status=400)
+        return error("Choose a dataset first: " + " ".join(exc.messages), 400)
     try:
         network = services.checked_network(body.get("network"), request.user)
     except ValueError as exc:
-        return JsonResponse({"error": str(exc)}, status=400)
+        return error(str(exc), 400)
     height, width, channels = info["image_shape"]
     crop = body.get("crop")
     if crop is not None:
         if not isinstance(crop, int) or isinstance(crop, bool) or not 0 < crop <= min(height, width):
-            return JsonResponse({"error": f"The crop must be a whole number that fits in the dataset's {width}×{height} "
-                                          "images."}, status=400)
+            return error(f"The crop must be a whole number that fits in the dataset's {width}×{height} "
+                                          "images.", 400)
         height = width = crop
     classes = len(info["classes"])
     answer = catalog.inspect(network, channels, classes, height, width)
     if not answer.get("ok"):
-        return JsonResponse({"error": answer.get("error") or "The network does not build."}, status=400)
+        return error(answer.get("error") or "The network does not build.", 429 if answer.get("busy") else 400)
     return JsonResponse({"summary": answer["summary"], "input": [channels, height, width], "classes": classes,
                          "dataset": dataset.pk})
 
@@ -154,10 +162,12 @@ def page_context(job: Job) -> dict[str, Any]:
         "job": job.pk,
         "status": job.status,
         "epochs": job.params.get("epochs"),
+        "classes": services.dataset_classes(job.params.get("dataset")),
         "files_url": reverse("job-file", args=[job.pk, "_"])[:-1],
         "profile_api": reverse("api-job-profile", args=[job.pk]),
         "job_api": reverse("api-job", args=[job.pk]),
         "profile_requested": (job.folder / jobfiles.PROFILE_REQUEST).exists(),
+        "exported_model": jobfiles.EXPORTED_MODEL,
         **eventkinds.page_vocabulary(),
     })
     return {
@@ -174,9 +184,19 @@ def job_file(request: HttpRequest, job_id: int, relative: str) -> FileResponse:
     target = services.served_path(job, relative)
     if target is None:
         raise Http404("No such file.")
-    content_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-    return FileResponse(open(target, "rb"), content_type=content_type,
-                        as_attachment=content_type not in INLINE_TYPES, filename=target.name)
+    content_type = file_type(target)
+    attachment = content_type not in INLINE_TYPES
+    return streamed_asynchronously(request, FileResponse(
+        open(target, "rb"), content_type=content_type, as_attachment=attachment,
+        filename=f"{slugify(job.name) or f'job-{job.pk}'}-{target.name}" if attachment else target.name))
+
+
+def file_type(path: Path) -> str:
+    """What a browser should take the file for: model files (which the
+    system's MIME table does not know, or takes for something else) are plain bytes."""
+    if path.suffix in MODEL_SUFFIXES:
+        return "application/octet-stream"
+    return mimetypes.guess_type(path.name)[0] or "application/octet-stream"
 
 
 @login_required

@@ -33,10 +33,12 @@ export function duration(seconds) {
   return `${sec}s`;
 }
 
+// Time run over all attempts: the ended runs, as the server summed them,
+// plus the current one while it goes.
 export function elapsed(job) {
   if (!job.started_at) return null;
-  const end = job.finished_at ? Date.parse(job.finished_at) : Date.now();
-  return (end - Date.parse(job.started_at)) / 1000;
+  const current = job.status === "running" ? (Date.now() - Date.parse(job.started_at)) / 1000 : 0;
+  return (job.ended_runs_seconds ?? 0) + current;
 }
 
 export function when(iso) {

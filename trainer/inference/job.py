@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer import events
+from trainer import events, jobfiles
 from trainer.archives import ArchiveError, Limits, extract
 from trainer.datastore import EncodedSplitWriter, encode, replace_folder
 from trainer.evaluation_files import CSV, IMAGES, OUTPUT, REPORT, RESULTS
@@ -73,7 +73,7 @@ def _pairs(top: list[dict[str, Any]]) -> list[list[Any]]:
 
 def split_rows(loaded: Loaded, model_dir: Path, split: str, progress: Progress) -> list[dict[str, Any]]:
     """The rows of the model's own dataset split; ``index`` is the image's place in the split."""
-    dataset_dir = json.loads((model_dir / "config.json").read_text())["dataset_dir"]
+    dataset_dir = json.loads((model_dir / jobfiles.CONFIG).read_text())["dataset_dir"]
     return [{"index": row["image"], "name": f"{split} #{row['image']}", "label": row["label"],
              "top": _pairs(row["top"]), "error": None}
             for row in evaluate_split(loaded, dataset_dir, split, progress=progress)]

@@ -2,7 +2,8 @@
 
     python -m trainer.networks.inspect < request.json
 
-reads ``{"network": spec, "channels", "classes", "height", "width"}`` and
+reads ``{"network": spec, "channels", "classes", "height", "width",
+"max_params"}`` and
 prints one line of JSON: ``{"ok": true, "summary": {...}}`` or
 ``{"ok": false, "error": "..."}``; the exit status is 0 either way. Anything
 else written to stdout while the network is built (a user's ``print``, a
@@ -31,6 +32,11 @@ def answer(request: Any) -> dict[str, Any]:
     channels, classes, height, width = sizes
     try:
         model = build(spec, channels, classes, height, width)
+        params = sum(p.numel() for p in model.parameters())
+        limit = request.get("max_params")
+        if isinstance(limit, int) and params > limit:
+            return {"ok": False, "error": f"The network has {params:,} parameters, more than the {limit:,} "
+                                          "that Visualize builds (INSPECT_MAX_PARAMS)."}
         return {"ok": True, "summary": summary(model, channels, height, width)}
     except NetworkError as exc:
         return {"ok": False, "error": str(exc)}

@@ -3,7 +3,8 @@
 // confidence, Top-N per class, and every image's top 5, paged and filtered.
 // It loads when the evaluation's result event arrives (the page's stream
 // replays it for a finished one).
-import { el } from "../js/format.js";
+import { plot } from "../js/charts.js";
+import { el, pct } from "../js/format.js";
 import { api, on } from "../js/live.js";
 
 const data = JSON.parse(document.getElementById("evaluation-data").textContent);
@@ -14,16 +15,12 @@ let page = 1;
 
 const $ = (id) => document.getElementById(id);
 
-function percent(value) {
-  return value === null || value === undefined ? "–" : `${(value * 100).toFixed(1)}%`;
-}
-
 function fetchRows(query) {
   return api("GET", `${data.rows_api}?${new URLSearchParams(query)}`);
 }
 
 function topText(row) {
-  return row.top.length ? `${row.top[0].class} (${percent(row.top[0].probability)})` : row.error;
+  return row.top.length ? `${row.top[0].class} (${pct(row.top[0].probability)})` : row.error;
 }
 
 function figure(row) {
@@ -43,7 +40,7 @@ async function gallery(target, indices) {
 }
 
 function showSummary() {
-  const items = [["Top-1", percent(report.top1)], ["Top-5", percent(report.top5)], ["Images", report.count],
+  const items = [["Top-1", pct(report.top1)], ["Top-5", pct(report.top5)], ["Images", report.count],
     ["With a label", report.labelled], ["Unreadable", report.unreadable], ["Snapshot", report.snapshot]];
   $("evaluation-summary").replaceChildren(...items.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   $("evaluation-warnings").textContent = (report.warnings || []).join(" ");
@@ -63,14 +60,14 @@ function showConfusion() {
   if (!report.confusion) return;
   const names = report.classes;
   const chart = $("confusion-chart");
-  window.Plotly.newPlot(chart, [{
+  plot(chart, [{
     type: "heatmap", z: report.confusion, x: names, y: names, colorscale: "Blues", xgap: 1, ygap: 1,
     hovertemplate: "true %{y}<br>predicted %{x}<br>%{z} image(s)<extra></extra>",
   }], {
     margin: { t: 10, l: 100, b: 80, r: 10 },
     xaxis: { title: { text: "Predicted" }, type: "category" },
     yaxis: { title: { text: "True" }, type: "category", autorange: "reversed" },
-  }, { responsive: true, displayModeBar: false });
+  });
   chart.on("plotly_click", (event) => {
     const point = event.points[0];
     showCell(names.indexOf(point.y), names.indexOf(point.x));
@@ -81,8 +78,8 @@ function showConfusion() {
 function showPerClass() {
   if (!report.per_class.length) return;
   $("per-class-table").tBodies[0].replaceChildren(...report.per_class.map((c) => el("tr", {},
-    el("td", {}, c.class), el("td", {}, c.count), el("td", {}, c.predicted), el("td", {}, percent(c.precision)),
-    el("td", {}, percent(c.recall)), el("td", {}, percent(c.accuracy)))));
+    el("td", {}, c.class), el("td", {}, c.count), el("td", {}, c.predicted), el("td", {}, pct(c.precision)),
+    el("td", {}, pct(c.recall)), el("td", {}, pct(c.accuracy)))));
   $("per-class").hidden = false;
 }
 
@@ -114,7 +111,7 @@ function rowLine(row) {
     el("td", {}, row.image ? el("img", { src: row.image, alt: row.name, class: "pixelated thumb" }) : ""),
     el("td", {}, row.name),
     el("td", {}, row.label_name ?? ""),
-    el("td", {}, row.top.length ? row.top.map((t) => `${t.class} ${percent(t.probability)}`).join(" · ") : row.error));
+    el("td", {}, row.top.length ? row.top.map((t) => `${t.class} ${pct(t.probability)}`).join(" · ") : row.error));
 }
 
 async function showRows() {

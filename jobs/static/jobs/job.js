@@ -27,6 +27,7 @@ function showStatus() {
 
 on("status", (event) => {
   const { status, message } = event.data;
+  if (job.status === "running" && status !== "running") job.ended_runs_seconds += event.t - Date.parse(job.started_at) / 1000;
   job.status = status;
   if (event.data.progress !== undefined) job.progress = event.data.progress;
   if (status === "running") job.started_at = new Date(event.t * 1000).toISOString();
@@ -36,9 +37,14 @@ on("status", (event) => {
     box.textContent = message;
     box.hidden = false;
   }
-  const time = new Date(event.t * 1000).toISOString().replace("T", " ").slice(0, 19);
-  document.getElementById("history").append(
-    el("li", {}, el("strong", {}, statusLabel(status)), " ", el("time", {}, time), message ? ` — ${message}` : ""));
+  // The page lists the transitions the database had; one of those may come again here.
+  const shown = [...document.querySelectorAll("#history [data-transition]")].map((li) => li.dataset.transition);
+  if (!shown.includes(String(event.data.transition))) {
+    const time = new Date(event.t * 1000).toISOString().replace("T", " ").slice(0, 19);
+    const attempt = status === "running" ? [el("span", { class: "attempt" }, `Attempt ${document.querySelectorAll("#history .attempt").length + 1}`), " "] : [];
+    document.getElementById("history").append(el("li", { dataset: { transition: event.data.transition ?? "" } },
+      ...attempt, el("strong", {}, statusLabel(status)), " ", el("time", {}, time), message ? ` — ${message}` : ""));
+  }
   showStatus();
   showProgress();
 });
@@ -68,3 +74,16 @@ showStatus();
 showProgress();
 const log = document.getElementById("log");
 log.scrollTop = log.scrollHeight;
+
+// The settings as JSON, for the clipboard: the same the API answers.
+const copyButton = document.getElementById("copy-settings");
+copyButton.addEventListener("click", async () => {
+  const text = JSON.stringify(JSON.parse(document.getElementById("settings-json").textContent), null, 2);
+  try {
+    await navigator.clipboard.writeText(text);
+    copyButton.textContent = "Copied";
+  } catch {
+    copyButton.textContent = "Copy refused by the browser";
+  }
+  setTimeout(() => { copyButton.textContent = "Copy as JSON"; }, 2000);
+});

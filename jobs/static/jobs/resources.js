@@ -19,6 +19,10 @@ function deviceRow(device) {
     el("td", {}, holder));
 }
 
+function diskFree(disk) {
+  return disk && disk.total ? ` · ${(disk.free / GiB).toFixed(1)} of ${(disk.total / GiB).toFixed(1)} GiB free for data` : "";
+}
+
 function needs(resources) {
   if (resources.ids) return `${resources.device.toUpperCase()} ${resources.ids.join(", ")}`;
   return `${resources.count || 1} × ${(resources.device || "cpu").toUpperCase()}`;
@@ -27,7 +31,7 @@ function needs(resources) {
 function render(snapshot) {
   const workers = document.getElementById("workers");
   workers.replaceChildren(...snapshot.workers.map((worker) => el("section", { class: "card worker" },
-    el("h2", {}, worker.hostname, " ", el("small", { class: "muted" }, `worker ${worker.id.slice(0, 8)} · pid ${worker.pid} · queues ${worker.queues.join(", ")}`)),
+    el("h2", {}, worker.hostname, " ", el("small", { class: "muted" }, `worker ${worker.id.slice(0, 8)} · pid ${worker.pid} · queues ${worker.queues.join(", ")}${diskFree(worker.disk)}`)),
     el("table", { class: "grid" },
       el("thead", {}, el("tr", {}, ...["Device", "Name", "Memory", "Utilisation", "Temperature", "Held by"].map((h) => el("th", {}, h)))),
       el("tbody", {}, ...worker.devices.map(deviceRow))))));

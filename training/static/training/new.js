@@ -89,6 +89,11 @@ function networkSpec() {
   const source = networkSource();
   if (source === "standard") return { source, name: field("standard_network").value };
   if (source === "layers" || source === "python") return { source, text: field(`${source}_text`).value };
+  if (source === "pretrained") {
+    const pretrained = page.pretrained.find((p) => String(p.id) === field("pretrained_model")?.value);
+    if (!pretrained) throw new Error("Choose a pretrained model first.");
+    return pretrained.network;
+  }
   const chosen = previousModel();
   if (!chosen) throw new Error("Choose a previous model first.");
   return chosen.network;

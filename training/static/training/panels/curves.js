@@ -4,7 +4,7 @@
 // very long thins its curves.
 import { isNumber } from "../../js/format.js";
 import { COLOURS, extend, legendAbove, plot, thin } from "../../js/charts.js";
-import { data } from "./page.js";
+import { data, showTop5 } from "./page.js";
 
 const FLUSH_MS = 250;
 // A page left open on a long run thins its own curves past this many points.
@@ -68,25 +68,31 @@ class CurveChart {
   }
 }
 
+// Accuracy and the data-wait share on round ticks: 0, 20, … 100%.
+const PERCENT_AXIS = { overlaying: "y", side: "right", range: [0, 1], tick0: 0, dtick: 0.2, tickformat: ".0%", showgrid: false };
+
 const charts = [
   new CurveChart("metrics-chart", [
     { key: "train_loss", name: "train loss", color: COLOURS[0] },
     { key: "val_loss", name: "val loss", color: COLOURS[1], markers: true },
     { key: "val_top1", name: "val top-1", yaxis: "y2", color: COLOURS[2], markers: true },
-    { key: "val_top5", name: "val top-5", yaxis: "y2", color: COLOURS[3], dash: "dot", markers: true },
+    ...(showTop5 ? [{ key: "val_top5", name: "val top-5", yaxis: "y2", color: COLOURS[3], dash: "dot", markers: true }] : []),
   ], {
     height: 380, yaxis: { title: { text: "loss" }, rangemode: "tozero" },
-    yaxis2: { title: { text: "accuracy" }, overlaying: "y", side: "right", range: [0, 1], tickformat: ".0%", showgrid: false },
+    yaxis2: { title: { text: "accuracy" }, ...PERCENT_AXIS },
   }),
+  // From zero: a constant rate fills the chart's height instead of floating
+  // on an axis Plotly centres around it.
   new CurveChart("lr-chart", [{ key: "lr", name: "learning rate", color: COLOURS[4] }], {
-    yaxis: { title: { text: "learning rate" }, exponentformat: "e" }, showlegend: false, margin: { t: 12, r: 60, b: 44, l: 60 },
+    yaxis: { title: { text: "learning rate" }, exponentformat: "e", rangemode: "tozero" }, showlegend: false,
+    margin: { t: 12, r: 60, b: 44, l: 60 },
   }),
   new CurveChart("throughput-chart", [
     { key: "images_per_s", name: "images/s", color: COLOURS[5] },
     { key: "data_wait", name: "waiting for data", yaxis: "y2", color: COLOURS[6], dash: "dot" },
   ], {
     yaxis: { title: { text: "images/s" }, rangemode: "tozero" },
-    yaxis2: { title: { text: "waiting for data" }, overlaying: "y", side: "right", range: [0, 1], tickformat: ".0%", showgrid: false },
+    yaxis2: { title: { text: "waiting for data" }, ...PERCENT_AXIS },
   }),
 ];
 

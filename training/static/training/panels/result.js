@@ -1,7 +1,7 @@
 // The run's result: its best metric, final validation and test metrics,
 // time and throughput, and whether it stopped early.
 import { duration, fixed, isNumber, num, pct } from "../../js/format.js";
-import { data, fillList } from "./page.js";
+import { data, fillList, showTop5 } from "./page.js";
 
 const METRIC_LABELS = { val_loss: "val loss", val_top1: "val top-1", val_top5: "val top-5", train_loss: "train loss" };
 
@@ -12,10 +12,12 @@ function metricValue(name, value) {
 export function showResult() {
   const r = data.result;
   document.getElementById("training-result").hidden = !r;
+  // The trainer exports the model before it reports its result.
+  if (r) document.getElementById("download-export").hidden = false;
   if (!r) return;
   const best = r.best || {};
   const final = r.final || {};
-  const metrics = (prefix) => ["loss", "top1", "top5"]
+  const metrics = (prefix) => ["loss", "top1", ...(showTop5 ? ["top5"] : [])]
     .filter((m) => isNumber(final[`${prefix}_${m}`]))
     .map((m) => `${m === "loss" ? "loss" : m.replace("top", "top-")} ${m === "loss" ? num(final[`${prefix}_${m}`]) : pct(final[`${prefix}_${m}`])}`)
     .join(" · ");

@@ -1,0 +1,71 @@
+"""Model archives: an export job turns one snapshot of a trained model into
+``export/model.zip`` (``trainer.export_job``). Asking again for the same
+snapshot, unchanged since, gives the export already made or under way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.urls import reverse
+from django.utils.text import get_valid_filename
+
+from jobs import services
+from jobs.models import ACTIVE, Job, Status
+from trainer import events as eventlog
+from trainer.jobfiles import MODEL_ARCHIVE
+
+from .snapshots import snapshot_file, stamp, stem
+
+KIND = "export"
+RESOURCES = {"device": "cpu", "count": 1}  # torch.export and ONNX run on the CPU
+
+
+def archive_path(job: Job) -> Path | None:
+    """The finished archive of an export job, or None."""
+    path = job.folder / MODEL_ARCHIVE
+    return path if job.status == Status.DONE and path.is_file() else None
+
+
+def download_name(job: Job) -> str:
+    """What the archive is called when downloaded: the model and the snapshot, ``lenet-epoch-5.zip``."""
+    return get_valid_filename(f"{job.params.get('model_name') or 'model'}-{stem(job.params['snapshot'])}.zip")
+
+
+def _reusable(job: Job, snapshot_stamp: list[int]) -> bool:
+    if job.params.get("snapshot_stamp") != snapshot_stamp:
+        return False
+    return job.status in ACTIVE or archive_path(job) is not None
+
+
+def export(owner: User, model: Job, snapshot: str = "") -> tuple[Job, bool]:
+    """The export job of ``model``'s ``snapshot`` (default: the best one)
+    and whether it is new: one already made or under way for the same,
+    unchanged, snapshot is reused. ``trained.Unusable`` when there is no
+    such snapshot; anyone signed in may export any model."""
+    name = snapshot_file(model, snapshot)
+    snapshot_stamp = stamp(model, name)
+    earlier = Job.objects.filter(kind=KIND, params__model=model.pk, params__snapshot=name)
+    for job in earlier.order_by("-created_at", "-id"):
+        if _reusable(job, snapshot_stamp):
+            return job, False
+    params = {"model": model.pk, "model_name": model.name, "model_dir": str(model.folder), "snapshot": name,
+              "snapshot_stamp": snapshot_stamp}
+    return services.submit(owner, KIND, f"{model.name}: archive of {stem(name)}", params, dict(RESOURCES)), True
+
+
+def download_urls(job: Job) -> dict[str, str]:
+    return {"archive_url": reverse("export-archive", args=[job.pk]),
+            "archive_api": reverse("api-export-archive", args=[job.pk])}
+
+
+def page_context(job: Job) -> dict[str, Any]:
+    """What the job page shows of an export (``JobKind.page_context``): the
+    model and snapshot, and the download once the archive is made."""
+    results = [event["data"] for event in eventlog.read_all(job.folder) if event["kind"] == "result"]
+    model = Job.objects.filter(pk=job.params.get("model"), kind="train").first()
+    archive = archive_path(job)
+    return {"export": {"model": model, "snapshot": job.params.get("snapshot"), "download_name": download_name(job),
+                       "ready": archive is not None, "size": archive.stat().st_size if archive else None,
+                       "result": results[-1] if results else None, **download_urls(job)}}

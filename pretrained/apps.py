@@ -1,0 +1,20 @@
+from django.apps import AppConfig
+
+from jobs.kinds import Category, JobKind, python_module, register, register_category
+
+
+class PretrainedConfig(AppConfig):
+    name = "pretrained"
+
+    def ready(self) -> None:
+        from digitslike.bodylimit import allow_large_bodies
+
+        # These import the job model, which exists only once apps are loaded.
+        from .services import KIND, models_using
+        from .views import page_context
+
+        register_category(Category("pretrained", "Pretrained models", order=22))
+        register(JobKind(KIND, "Pretrained model", "pretrained", python_module("trainer.pretrained_job"),
+                         page_template="pretrained/section.html", page_context=page_context,
+                         new_page="new-pretrained", create_endpoint="api-pretrained", dependents=models_using))
+        allow_large_bodies("new-pretrained", "api-pretrained")

@@ -1,0 +1,57 @@
+"""Making pretrained models (from a snapshot, from an upload) and the
+models that use one. What the New model page offers of them is the
+training app's (``training.services.pretrained_models``)."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import UploadedFile
+from django.db.models import QuerySet
+
+from inference.snapshots import snapshot_file, stem
+from jobs import services
+from jobs.models import Job
+from trainer import jobfiles
+from training.services import PRETRAINED_KIND, RUN_CODE
+
+KIND = PRETRAINED_KIND
+RESOURCES = {"device": "cpu", "count": 1}  # reading and checking weights is quick on the CPU
+
+
+def from_snapshot(owner: User, model: Job, snapshot: str = "") -> Job:
+    """Queue a pretrained model of ``model``'s ``snapshot`` (default: the
+    best one); ``trained.Unusable`` when there is no such snapshot."""
+    name = snapshot_file(model, snapshot)
+    source = {"type": "snapshot", "model": model.pk, "model_dir": str(model.folder), "snapshot": name}
+    return services.submit(owner, KIND, f"{model.name} ({stem(name)})", _params(owner, source), dict(RESOURCES))
+
+
+def from_upload(owner: User, name: str, upload: UploadedFile, network: str, group: str = "", notes: str = "") -> Job:
+    """Queue a pretrained model of an uploaded archive or state dict (for
+    the standard network ``network``), kept in the job's folder."""
+
+    def store(job: Job) -> None:
+        target = job.folder / jobfiles.PRETRAINED_UPLOAD
+        target.parent.mkdir(parents=True)
+        if hasattr(upload, "temporary_file_path"):
+            shutil.move(upload.temporary_file_path(), target)
+        else:
+            with open(target, "wb") as out:
+                for chunk in upload.chunks():
+                    out.write(chunk)
+
+    source = {"type": "upload", "file_name": upload.name, "network": network}
+    return services.submit(owner, KIND, name, _params(owner, source), dict(RESOURCES), group=group, notes=notes,
+                           prepare=store)
+
+
+def _params(owner: User, source: dict[str, Any]) -> dict[str, Any]:
+    return {"source": source, "may_run_code": owner.has_perm(RUN_CODE)}
+
+
+def models_using(job: Job) -> QuerySet[Job]:
+    """The models fine-tuned from it (``JobKind.dependents``)."""
+    return Job.objects.filter(kind="train", params__pretrained__job=job.pk)

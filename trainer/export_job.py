@@ -1,0 +1,66 @@
+"""Export a model: ``python -m trainer.export_job config.json``.
+
+Config: ``model_dir`` (the training job's folder) and ``snapshot`` (a file
+name in its checkpoints; None: the best one). The model is loaded on the CPU
+and written as ``export/model.zip`` in the job folder by
+``trainer.export.export_archive``, which renames the finished archive into
+place. Emits ``progress`` events with the ``stage`` it is at, then a
+``result`` (the archive's name, size and files) or an ``error``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from trainer import events
+from trainer.export import FILES, export_archive
+from trainer.inference.errors import InferenceError
+from trainer.inference.model import load_model
+from trainer.jobfiles import MODEL_ARCHIVE
+
+
+def stage(job_dir: Path, progress: float, text: str) -> None:
+    print(text, flush=True)
+    events.append(job_dir, "progress", {"progress": progress, "stage": text})
+
+
+def export(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
+    """Write the archive; what the ``result`` event says of it."""
+    stage(job_dir, 0.05, "Loading the snapshot")
+    loaded = load_model(config["model_dir"], config.get("snapshot") or None, "cpu")
+    stage(job_dir, 0.2, "Exporting the program and the ONNX file")
+    archive = export_archive(loaded, job_dir / MODEL_ARCHIVE)
+    return {"file": MODEL_ARCHIVE, "size": archive.stat().st_size, "snapshot": loaded.snapshot, "files": list(FILES),
+            "classes": len(loaded.classes)}
+
+
+def main(config_path: str) -> int:
+    job_dir = Path(config_path).parent
+    config = json.loads(Path(config_path).read_text())
+    partial = job_dir / f"{MODEL_ARCHIVE}.partial"
+
+    def stop(signum: int, frame: object) -> None:
+        """Aborted: leave no unfinished archive behind."""
+        partial.unlink(missing_ok=True)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        result = export(config, job_dir)
+    except InferenceError as exc:
+        partial.unlink(missing_ok=True)
+        events.append(job_dir, "error", {"message": str(exc)})
+        print(f"error: {exc}", flush=True)
+        return 1
+    events.append(job_dir, "result", result)
+    print(f"done: {result['file']}, {result['size']} bytes", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

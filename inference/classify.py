@@ -56,8 +56,11 @@ def _ask(model: Job, image: bytes, operation: str, snapshot: str | None, class_i
 
 def problem(model: Job) -> str:
     """Why the model cannot classify now, for the user; "" when it can."""
+    if not (model.folder / jobfiles.CONFIG).is_file():
+        return "The model has not started training yet: it has no snapshot to classify with."
+    if not trained.snapshots(model):
+        return "The model has no snapshot yet: classify with it once it has saved one."
     try:
-        trained.check(model, "")
         trained.classes(model)
     except trained.Unusable as exc:
         return str(exc)

@@ -40,6 +40,9 @@ class DatasetForm(JobFieldsForm):
     test_min_per_class = _optional_int("Test: minimum per class")
     test_max_per_class = _optional_int("Test: maximum per class", minimum=1)
     archive = forms.FileField(required=False, help_text="Class folders inside; or train/, val/, test/ folders of them.")
+    keep_upload = forms.BooleanField(required=False, initial=False, label="Keep the uploaded archive",
+                                     help_text="Otherwise it is deleted once the dataset is built; a failed or aborted "
+                                               "build keeps it, to be retried.")
     train_list = forms.FileField(required=False, label="Training list")
     val_list = forms.FileField(required=False, label="Validation list (optional)")
     test_list = forms.FileField(required=False, label="Test list (optional)")
@@ -124,6 +127,7 @@ class DatasetForm(JobFieldsForm):
                     params[f"{split}_{bound}_per_class"] = data[f"{split}_{bound}_per_class"]
         elif source == "archive":
             params["source"] = {"type": "archive", "name": data["archive"].name}
+            params["keep_upload"] = data["keep_upload"]
         else:
             params["source"] = {"type": "lists", "prefix": data.get("prefix") or "", "shuffle": data["shuffle"],
                                 **{f.removesuffix("_list").removesuffix("_file"): data.get(f"{f}_path") or ""

@@ -22,7 +22,8 @@ def settings_table(job: Job) -> list[SettingsGroup]:
     source = p.get("source") or {}
     kind = source.get("type")
     if kind == "archive":
-        source_rows = [("Source", "uploaded archive"), ("Archive", _text(source.get("name")))]
+        source_rows = [("Source", "uploaded archive"), ("Archive", _text(source.get("name"))),
+                       ("Archive kept", "no" if p.get("keep_upload") is False else "yes")]
     else:
         source_rows = [("Source", {"folder": "server folder", "lists": "text lists"}.get(kind, _text(kind)))]
         source_rows += [(key.replace("_", " ").capitalize(), _text(value)) for key, value in source.items() if key != "type"]

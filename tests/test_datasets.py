@@ -12,6 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from PIL import Image
 
+from jobs import kinds
 from jobs.models import Job, Status
 from tests.datasetfiles import class_folders, image_bytes, tar_of
 from tests.jobtools import wait_status
@@ -144,21 +145,25 @@ def test_folders_outside_the_roots_are_refused(client, roots, tmp_path):
     assert [f["path"] for f in listing["folders"]][0] == str(roots)
 
 
-def test_an_uploaded_archive_with_train_and_test_folders(client, roots, worker, tmp_path):
+@pytest.mark.parametrize("keep", [False, True])
+def test_an_uploaded_archive_with_train_and_test_folders(client, roots, worker, tmp_path, keep):
     class_folders(tmp_path / "src" / "train", {"red": 4, "blue": 4})
     class_folders(tmp_path / "src" / "test", {"red": 1, "blue": 2})
     archive = tar_of(tmp_path / "src", tmp_path / "upload.tar.gz", arcroot="wrapped")
+    kept = {"keep_upload": "on"} if keep else {}  # left out: the page's default, not kept
     with open(archive, "rb") as handle:
         response = client.post("/api/datasets", {"name": "from tar", "source": "archive", "archive": handle,
                                                  "width": 4, "height": 4, "val_percent": 25, "test_percent": 0,
                                                  "image_type": "color", "resize_mode": "squash", "min_per_class": 1,
-                                                 "encoding": "png", "quality": 90, "seed": 1})
+                                                 "encoding": "png", "quality": 90, "seed": 1, **kept})
     assert response.status_code == 201, response.json()
     job = built(response.json()["id"])
     info = manifest(job)
     assert info["splits"]["train"]["count"] == 6 and info["splits"]["val"]["count"] == 2
     assert info["splits"]["test"]["per_class"] == [2, 1]
-    assert (job.folder / "upload").is_dir() and not (job.folder / "dataset" / "extracted").exists()
+    assert [p.name for p in (job.folder / "upload").iterdir()] == (["archive.tar.gz"] if keep else [])
+    assert not (job.folder / "dataset" / "extracted").exists()
+    assert ("Archive kept", "yes" if keep else "no") in dict(kinds.settings_table(job))["Source"]
 
 
 def test_a_hostile_archive_fails_the_build_and_leaves_nothing(client, roots, worker, tmp_path):
@@ -181,6 +186,7 @@ def test_a_hostile_archive_fails_the_build_and_leaves_nothing(client, roots, wor
     assert "outside the destination" in job.error
     assert not (job.folder / "dataset").exists() and not (job.folder / "dataset.partial").exists()
     assert not (tmp_path / "escape.png").exists()
+    assert (job.folder / "upload" / "archive.tar").is_file(), "a failed build keeps the upload for a retry"
 
 
 def test_text_lists_with_a_prefix_and_labels(client, roots, worker):

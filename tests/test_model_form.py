@@ -93,11 +93,13 @@ def test_the_page_renders_every_group_and_field_with_digits_defaults(alice, digi
 
 def test_the_defaults_are_digits_ones_but_sgd_with_momentum(alice):
     initial = defaults(NewModelForm)
-    assert {k: initial[k] for k in ("epochs", "val_interval", "snapshot_interval", "batch_size", "batch_accumulation",
+    assert {k: initial[k] for k in ("epochs", "val_interval", "snapshot_interval", "keep_snapshots", "batch_size",
+                                    "batch_accumulation",
                                     "solver", "lr", "momentum", "weight_decay", "lr_policy", "step_percent", "gamma",
                                     "mean", "precision", "scale_lr", "early_stopping", "patience", "network_source",
                                     "standard_network")} == {
-        "epochs": 30, "val_interval": 1.0, "snapshot_interval": 1.0, "batch_size": "64", "batch_accumulation": 1,
+        "epochs": 30, "val_interval": 1.0, "snapshot_interval": 1.0, "keep_snapshots": 3, "batch_size": "64",
+        "batch_accumulation": 1,
         "solver": "momentum", "lr": "0.01", "momentum": 0.9, "weight_decay": 0.0001, "lr_policy": "step",
         "step_percent": 33.0, "gamma": 0.1, "mean": "image", "precision": "fp32", "scale_lr": True,
         "early_stopping": "none", "patience": 5, "network_source": "standard", "standard_network": "lenet"}
@@ -115,8 +117,8 @@ def test_the_api_creates_a_model_with_the_pages_defaults(alice, digits):
     assert params == {
         "dataset": digits.pk, "dataset_dir": str(digits.folder / "dataset"),
         "network": {"source": "standard", "name": "lenet"}, "pretrained": None,
-        "epochs": 30, "val_interval": 1.0, "snapshot_interval": 1.0, "batch_size": 64, "batch_accumulation": 1,
-        "solver": "momentum", "lr": 0.01, "momentum": 0.9, "weight_decay": 0.0001,
+        "epochs": 30, "val_interval": 1.0, "snapshot_interval": 1.0, "keep_snapshots": 3, "batch_size": 64,
+        "batch_accumulation": 1, "solver": "momentum", "lr": 0.01, "momentum": 0.9, "weight_decay": 0.0001,
         "lr_policy": {"name": "step", "step_percent": 33.0, "gamma": 0.1, "milestones_percent": [50.0, 75.0],
                       "power": 1.0, "warmup_percent": 0.0},
         "scale_lr": True, "batch_schedule": [], "mean": "image", "crop": None, "translate": 0, "flip": "none",

@@ -244,6 +244,18 @@ def test_batch_schedule_accumulation_and_early_stopping(tmp_path, bars):
     assert len(of_kind(folder, kinds.VAL)) == 2
 
 
+def test_only_the_last_snapshots_are_kept_and_only_the_resuming_checkpoint_holds_the_optimiser(tmp_path, bars):
+    folder = run_here(tmp_path, bars, epochs=3, keep_snapshots=1)
+    checkpoints = folder / jobfiles.CHECKPOINTS
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["best.pt", "epoch-3.pt", "last.pt"]
+    assert [s["removed"] for s in of_kind(folder, kinds.SNAPSHOT)] == [[], ["checkpoints/epoch-1.pt"],
+                                                                      ["checkpoints/epoch-2.pt"]]
+    for name in ("epoch-3.pt", "best.pt"):
+        state = checkpoint.load(checkpoints / name)
+        assert "model" in state and "optimizer" not in state, name
+    assert "optimizer" in checkpoint.load(checkpoints / "last.pt")
+
+
 def test_fine_tuning_reinitialises_a_classifier_of_another_size(tmp_path, bars):
     three_classes = build({"source": "standard", "name": "lenet"}, 1, 3, 28, 28)
     checkpoint.save(tmp_path / "earlier.pt", {"model": three_classes.state_dict()})

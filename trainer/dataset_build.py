@@ -330,6 +330,16 @@ def _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, im
     return manifest
 
 
+def remove_upload(config: dict[str, Any]) -> None:
+    """Delete the uploaded archive of a built dataset unless ``keep_upload``
+    asks to keep it (jobs from before the option keep theirs). Only a
+    successful build calls this: a failed or aborted one keeps the archive
+    for a retry."""
+    source = config["source"]
+    if source["type"] == "archive" and config.get("keep_upload", True) is False:
+        Path(source["path"]).unlink(missing_ok=True)
+
+
 def main(config_path: str) -> int:
     job_dir = Path(config_path).parent
     config = json.loads(Path(config_path).read_text())
@@ -349,6 +359,7 @@ def main(config_path: str) -> int:
         return 1
     finally:
         shutil.rmtree(partial, ignore_errors=True)
+    remove_upload(config)
     counts = {s: manifest["splits"][s]["count"] for s in SPLITS}
     events.append(job_dir, "result", {"counts": counts, "classes": len(manifest["classes"]),
                                       "skipped": manifest["skipped"]["total"], "seconds": manifest["seconds"]})

@@ -22,7 +22,7 @@ PROFILE = "profile"    # {file, steps, top}
 VAL = "val"            # {step, epoch, loss, top1, top5}
 LAYERS = "layers"      # {step, epoch, filters, layers}
 BEST = "best"          # {epoch, step, metric, value, file}
-SNAPSHOT = "snapshot"  # {step, epoch, file, best, metrics}
+SNAPSHOT = "snapshot"  # {step, epoch, file, best, metrics, removed}
 RESUME = "resume"      # {step, epoch}: the run restarted from a checkpoint taken at this step
 RESULT = "result"      # see result()
 ERROR = "error"        # {message}
@@ -70,8 +70,10 @@ def val(step: int, epoch: float, loss: float, top1: float, top5: float) -> dict[
     return {"step": step, "epoch": epoch, "loss": loss, "top1": top1, "top5": top5}
 
 
-def snapshot(step: int, epoch: float, file: str, best: bool, metrics: dict[str, Any]) -> dict[str, Any]:
-    return {"step": step, "epoch": epoch, "file": file, "best": best, "metrics": metrics}
+def snapshot(step: int, epoch: float, file: str, best: bool, metrics: dict[str, Any],
+             removed: list[str] | None = None) -> dict[str, Any]:
+    """``removed``: the older snapshot files deleted to keep only the last few."""
+    return {"step": step, "epoch": epoch, "file": file, "best": best, "metrics": metrics, "removed": removed or []}
 
 
 def resume(step: int, epoch: float) -> dict[str, Any]:

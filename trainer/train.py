@@ -59,6 +59,8 @@ from .networks import NetworkError, build, summary
 
 REPORT_SECONDS = 0.5     # train events and progress
 HARDWARE_SECONDS = 5.0
+# What only resuming reads: kept in checkpoints/last.pt alone.
+RESUME_ONLY = ("optimizer", "scaler", "augment", "rng_cpu", "rng_cuda")
 STOP_CHECK_STEPS = 10    # optimiser steps: with several processes, they agree on stopping this often
 WARMUP_STEPS = 5         # batches timed apart from training (at most half the run's)
 HOST_DATA_BUDGET = 8 * 2**30  # bytes of pixels held whole on a machine, all splits and processes together
@@ -240,6 +242,12 @@ class Run:
             "network": self.config["network"],
             "input": [self.channels, *self.input_size],
         }
+
+    def weights_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """A checkpoint no run resumes from (a snapshot, the best): the state
+        without what only resuming reads (the optimiser's moments are as large
+        as the model, or twice)."""
+        return {key: value for key, value in state.items() if key not in RESUME_ONLY}
 
     def save(self, name: str, state: dict[str, Any] | None = None) -> str:
         """Write a checkpoint (every rank takes part in gathering, rank 0 writes)."""
@@ -481,7 +489,7 @@ class Run:
         value = p.last_val[metric]
         improved = p.best is None or (value < p.best["value"] if metric == "val_loss" else value > p.best["value"])
         if improved:
-            file = self.save(jobfiles.BEST)
+            file = self.save(jobfiles.BEST, self.weights_state(self.state()))
             p.best = {"epoch": epoch, "step": p.step, "metric": metric, "value": value, "file": file}
             p.bad_validations = 0
             self.emit(eventkinds.BEST, dict(p.best))
@@ -505,11 +513,24 @@ class Run:
     def snapshot(self, epoch: float) -> None:
         p = self.progress
         state = self.state()
-        file = self.save(jobfiles.snapshot_name(epoch), state)
+        file = self.save(jobfiles.snapshot_name(epoch), self.weights_state(state))
         self.save(jobfiles.LAST, state)
         best = bool(p.best and p.best["step"] == p.step)
+        removed = self.remove_old_snapshots()
         self.emit(eventkinds.SNAPSHOT, eventkinds.snapshot(p.step, epoch, file, best,
-                                                           {**p.last_val, "train_loss": self.last_train_loss}))
+                                                           {**p.last_val, "train_loss": self.last_train_loss}, removed))
+
+    def remove_old_snapshots(self) -> list[str]:
+        """Delete the snapshots before the last ``keep_snapshots`` (none when
+        it is 0 or absent); the best and the resuming checkpoint are apart.
+        Returns the removed files."""
+        keep = self.config.get("keep_snapshots") or 0
+        if not keep or not self.place.is_main:
+            return []
+        older = [file for file in jobfiles.snapshots(self.job_dir) if file != jobfiles.BEST_CHECKPOINT][:-keep]
+        for file in older:
+            (self.job_dir / file).unlink(missing_ok=True)
+        return older
 
     def finish(self, stopped_early: bool) -> dict[str, Any]:
         p = self.progress

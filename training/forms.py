@@ -184,6 +184,8 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
 
     val_interval = _float("Validation interval (epochs)", 1.0, minimum=0.01)
     snapshot_interval = _float("Snapshot interval (epochs)", 1.0, minimum=0.01)
+    keep_snapshots = forms.IntegerField(required=False, min_value=0, initial=3, label="Keep the last N snapshots and the best",
+                                        help_text="Older snapshots are deleted as training goes; 0 or blank keeps them all.")
     seed = forms.IntegerField(required=False, min_value=0, max_value=SEED_LIMIT, label="Random seed",
                               help_text="Blank for a random one, recorded so that the run can be repeated.")
     batch_accumulation = forms.IntegerField(min_value=1, max_value=1024, initial=1, label="Batch accumulation",
@@ -359,6 +361,7 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
             "network": self.network,
             "pretrained": self.pretrained,
             "epochs": data["epochs"], "val_interval": data["val_interval"], "snapshot_interval": data["snapshot_interval"],
+            "keep_snapshots": data["keep_snapshots"] or 0,
             "seed": data["seed"] if data["seed"] is not None else secrets.randbelow(SEED_LIMIT + 1),
             "batch_size": data["batch_size"][0], "batch_accumulation": data["batch_accumulation"],
             "solver": data["solver"], "lr": data["lr"][0], "momentum": data["momentum"],

@@ -64,7 +64,9 @@ def settings_table(job: Job) -> list[SettingsGroup]:
     return [
         ("Data", [("Dataset", _dataset(p.get("dataset"))), ("Epochs", _text(p.get("epochs"))),
                   ("Validation every (epochs)", _text(p.get("val_interval"))),
-                  ("Snapshot every (epochs)", _text(p.get("snapshot_interval"))), ("Seed", _text(p.get("seed"))),
+                  ("Snapshot every (epochs)", _text(p.get("snapshot_interval"))),
+                  ("Snapshots kept", f"the last {p['keep_snapshots']} and the best" if p.get("keep_snapshots") else "all"),
+                  ("Seed", _text(p.get("seed"))),
                   ("Batch size", _text(p.get("batch_size"))), ("Batch accumulation", _text(p.get("batch_accumulation"))),
                   ("Batch-size schedule", _text(p.get("batch_schedule"))), ("Mean subtraction", _text(p.get("mean"))),
                   ("Crop", _text(p.get("crop")))]),

@@ -36,6 +36,8 @@ on(KINDS.resume, (event) => {
 
 on(KINDS.snapshot, (event) => {
   if (!fresh(event)) return;
+  const removed = new Set(event.data.removed || []);
+  for (const s of data.snapshots) if (removed.has(s.file)) s.exists = false;
   data.snapshots.push({ ...event.data, exists: true });
   showSnapshots();
 });

@@ -8,6 +8,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from tests import plugin
+from tests.browser import CHROMIUM
 from tests.processes import database_url, start_web, start_worker, wait_for
 from tests.redisserver import free_port
 
@@ -98,3 +99,31 @@ def own_data_dir(tmp_path, settings, monkeypatch):
     data_dir = tmp_path / "data"
     settings.DATA_DIR, settings.JOBS_DIR = data_dir, data_dir / "jobs"
     monkeypatch.setenv("DATA_DIR", str(data_dir))
+
+
+@pytest.fixture
+def page(web, monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop in this thread; the test's own
+    # database calls are still plain synchronous ones.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync"])
+        page = browser.new_page(base_url=web.url)
+        page.set_default_timeout(30_000)
+        errors = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        # A console error (a refused Content-Security-Policy, a 404) or a
+        # request that failed fails the test as well; a live stream cut off
+        # by leaving the page (ERR_ABORTED) is no failure.
+        page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+        page.on("requestfailed", lambda request: "ERR_ABORTED" not in (request.failure or "")
+                and errors.append(f"{request.method} {request.url}: {request.failure}"))
+        yield page
+        browser.close()
+        assert not errors, f"errors in the browser: {errors}"

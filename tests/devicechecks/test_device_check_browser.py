@@ -1,0 +1,48 @@
+"""In a real browser: sign up, start a device check, and watch its status and
+progress change without reloading."""
+
+
+
+from jobs import services
+from jobs.models import Job
+from tests.browser import needs_chromium, sign_up
+
+pytestmark = needs_chromium
+
+
+def test_sign_up_start_a_job_and_watch_it_live(page, worker):
+    from playwright.sync_api import expect
+
+    sign_up(page, "ada")
+    expect(page.get_by_text("You are the first user, so you are the administrator.")).to_be_visible()
+    expect(page.get_by_role("tab", name="Checks")).to_be_visible()
+    expect(page.locator("#device-counter")).to_contain_text("free")
+
+    page.click("text=New device check")
+    page.fill("#id_name", "first check")
+    page.fill("#id_seconds", "4")
+    page.fill("#id_size", "64")
+    page.click("text=Queue the check")
+    page.wait_for_url("**/jobs/*/")
+    page.evaluate("window.notReloaded = true")
+
+    expect(page.locator("#status")).to_have_text("Running", timeout=30_000)
+    bar = page.locator("#progress-bar [role=progressbar]")
+    expect(bar).not_to_have_attribute("aria-valuenow", "0", timeout=20_000)  # after the torch import
+    expect(page.locator("#status")).to_have_text("Done", timeout=30_000)
+    expect(bar).to_have_attribute("aria-valuenow", "100")
+    expect(page.locator("#result-text")).to_contain_text("GFLOP/s")
+    history = page.locator("#history li")
+    expect(history).to_have_count(4)
+    assert page.evaluate("window.notReloaded") is True
+
+    page.goto("/?tab=checks")
+    page.evaluate("window.notReloaded = true")
+    row = page.locator("#jobs-table tr", has_text="first check")
+    expect(row.locator("td.status")).to_have_text("Done")
+    owner = Job.objects.get(name="first check").owner
+    services.submit(owner, "devicecheck", "second check", {"seconds": 3, "size": 64}, {"device": "cpu", "count": 1})
+    second = page.locator("#jobs-table tr", has_text="second check")
+    expect(second.locator("td.status")).to_have_text("Running", timeout=30_000)
+    expect(second.locator("td.status")).to_have_text("Done", timeout=30_000)
+    assert page.evaluate("window.notReloaded") is True

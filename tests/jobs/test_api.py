@@ -1,0 +1,204 @@
+"""The JSON API: authentication, status codes, validation, and an OpenAPI
+schema that covers every API route."""
+
+import json
+import re
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, get_resolver
+from django.utils import timezone
+
+from accounts.models import ApiToken
+from jobs.models import Job, JobTransition, Status
+from tests.clients import signed_in
+
+
+def make_job(owner, status=Status.DONE, **fields):
+    return Job.objects.create(kind="devicecheck", name=fields.pop("name", "check"), owner=owner, params={},
+                              resources={"device": "cpu", "count": 1}, status=status, **fields)
+
+
+
+def send(client, method, url, body=None, **headers):
+    return getattr(client, method)(url, data=json.dumps(body) if body is not None else "",
+                                   content_type="application/json", headers=headers)
+
+
+def test_without_credentials_every_call_is_401_json(db):
+    for url in ["/api/me", "/api/jobs", "/api/jobs/1", "/api/resources", "/api/jobs/1/log", "/api/events"]:
+        response = Client().get(url)
+        assert response.status_code == 401, url
+        assert "error" in response.json()
+
+
+def test_a_token_signs_requests_and_a_bad_or_revoked_one_is_401(alice):
+    token, key = ApiToken.issue(alice, "laptop")
+    client = Client()
+    assert client.get("/api/me", headers={"Authorization": f"Token {key}"}).json()["username"] == "alice"
+    bad = client.get("/api/me", headers={"Authorization": "Token nonsense"})
+    assert bad.status_code == 401 and bad.json()["error"] == "The API token is not valid."
+    token.delete()
+    assert client.get("/api/me", headers={"Authorization": f"Token {key}"}).status_code == 401
+
+
+def test_token_requests_need_no_csrf_token(alice, transactional_db):
+    _, key = ApiToken.issue(alice, "ci")
+    client = Client(enforce_csrf_checks=True)
+    job = make_job(alice)
+    response = send(client, "patch", f"/api/jobs/{job.pk}", {"notes": "from a script"},
+                    Authorization=f"Token {key}")
+    assert response.status_code == 200 and response.json()["notes"] == "from a script"
+
+
+def test_creating_a_job_validates_fields_and_returns_201(alice, transactional_db):
+    client = signed_in(alice)
+    missing = send(client, "post", "/api/jobs", {"kind": "devicecheck"})
+    assert missing.status_code == 400 and "name" in missing.json()["errors"]
+    wrong_kind = send(client, "post", "/api/jobs", {"kind": "sleep", "name": "x"})
+    assert wrong_kind.status_code == 400 and "kind" in wrong_kind.json()["errors"]
+    out_of_range = send(client, "post", "/api/jobs", {"kind": "devicecheck", "name": "x", "seconds": 0})
+    assert out_of_range.status_code == 400 and "seconds" in out_of_range.json()["errors"]
+    not_json = client.post("/api/jobs", data="{", content_type="application/json")
+    assert not_json.status_code == 400 and "body" in not_json.json()["errors"]
+    assert Job.objects.count() == 0
+
+    created = send(client, "post", "/api/jobs", {"kind": "devicecheck", "name": "first check", "seconds": 1})
+    assert created.status_code == 201
+    body = created.json()
+    assert body["name"] == "first check" and body["status"] == "queued" and body["owner"] == "alice"
+    assert [t["status"] for t in body["history"]] == ["queued"]
+
+
+def test_actions_that_do_not_fit_the_state_are_409(alice):
+    client = signed_in(alice)
+    done = make_job(alice, Status.DONE)
+    running = make_job(alice, Status.RUNNING)
+    aborted = send(client, "post", f"/api/jobs/{done.pk}/abort")
+    assert aborted.status_code == 409 and "only queued, waiting or running" in aborted.json()["error"]
+    deleted = send(client, "delete", f"/api/jobs/{running.pk}")
+    assert deleted.status_code == 409 and "abort it before deleting" in deleted.json()["error"]
+    assert Job.objects.count() == 2
+
+
+def test_abort_of_a_queued_job_is_202_and_delete_is_204(alice):
+    client = signed_in(alice)
+    queued = make_job(alice, Status.QUEUED)
+    response = send(client, "post", f"/api/jobs/{queued.pk}/abort")
+    assert response.status_code == 202 and response.json()["status"] == "aborted"
+    assert send(client, "delete", f"/api/jobs/{queued.pk}").status_code == 204
+    assert not Job.objects.exists()
+
+
+def test_unknown_job_is_404_and_wrong_method_is_405(alice):
+    client = signed_in(alice)
+    assert send(client, "get", "/api/jobs/999").status_code == 404
+    assert send(client, "post", "/api/jobs/999/abort").status_code == 404
+    wrong = send(client, "put", "/api/jobs/999")
+    assert wrong.status_code == 405 and wrong.json()["allowed"] == ["GET", "PATCH", "DELETE"]
+
+
+def test_patch_validates_and_saves(alice):
+    client = signed_in(alice)
+    job = make_job(alice)
+    too_long = send(client, "patch", f"/api/jobs/{job.pk}", {"name": "x" * 500})
+    assert too_long.status_code == 400 and "name" in too_long.json()["errors"]
+    saved = send(client, "patch", f"/api/jobs/{job.pk}", {"name": "renamed", "group": "g1"})
+    assert saved.status_code == 200 and (saved.json()["name"], saved.json()["group"]) == ("renamed", "g1")
+
+
+def test_bulk_reports_each_job(alice, bob):
+    client = signed_in(alice)
+    mine, theirs, running = make_job(alice), make_job(bob), make_job(alice, Status.RUNNING)
+    response = send(client, "post", "/api/jobs/bulk", {"action": "delete", "ids": [mine.pk, theirs.pk, running.pk, 999]})
+    results = response.json()["results"]
+    assert results[str(mine.pk)] == {"ok": True}
+    assert results[str(theirs.pk)]["status"] == 403
+    assert results[str(running.pk)]["status"] == 409
+    assert results["999"]["status"] == 404
+    assert set(Job.objects.values_list("pk", flat=True)) == {theirs.pk, running.pk}
+    assert send(client, "post", "/api/jobs/bulk", {"action": "explode", "ids": []}).status_code == 400
+
+
+def test_listing_filters_by_text_status_and_category(alice, bob):
+    client = signed_in(alice)
+    make_job(alice, name="resnet sweep", group="cifar")
+    make_job(bob, Status.FAILED, name="other")
+    assert [j["name"] for j in client.get("/api/jobs?q=cifar").json()["jobs"]] == ["resnet sweep"]
+    assert [j["name"] for j in client.get("/api/jobs?q=bob").json()["jobs"]] == ["other"]
+    assert [j["name"] for j in client.get("/api/jobs?status=failed").json()["jobs"]] == ["other"]
+    assert client.get("/api/jobs?category=datasets").json()["jobs"] == []
+    assert len(client.get("/api/jobs?category=checks").json()["jobs"]) == 2
+
+
+def test_job_detail_has_history_times_and_queue_position(alice):
+    job = make_job(alice, Status.QUEUED)
+    JobTransition.objects.create(job=job, status=Status.QUEUED, message="Submitted")
+    body = signed_in(alice).get(f"/api/jobs/{job.pk}").json()
+    assert body["queue_position"] == 1
+    assert body["history"][0]["status"] == "queued" and body["history"][0]["at"]
+
+
+def test_elapsed_time_counts_every_attempt_and_the_history_numbers_them(alice):
+    job = make_job(alice, Status.DONE)
+    start = timezone.now() - timezone.timedelta(hours=1)
+    for minute, status in [(0, Status.QUEUED), (1, Status.RUNNING), (11, Status.ABORTED), (20, Status.QUEUED),
+                           (21, Status.RUNNING), (26, Status.DONE)]:
+        JobTransition.objects.create(job=job, status=status, at=start + timezone.timedelta(minutes=minute))
+    body = signed_in(alice).get(f"/api/jobs/{job.pk}").json()
+    assert body["elapsed_seconds"] == body["ended_runs_seconds"] == 15 * 60
+    assert [t["attempt"] for t in body["history"]] == [None, 1, None, None, 2, None]
+    page = signed_in(alice).get(f"/jobs/{job.pk}/").content.decode()
+    assert "Attempt 1" in page and "Attempt 2" in page
+
+
+def test_elapsed_time_of_a_running_job_adds_the_current_run_to_the_ended_ones(alice):
+    job = make_job(alice, Status.RUNNING)
+    now = timezone.now()
+    for minutes_ago, status in [(30, Status.RUNNING), (20, Status.FAILED), (10, Status.RUNNING)]:
+        JobTransition.objects.create(job=job, status=status, at=now - timezone.timedelta(minutes=minutes_ago))
+    assert job.ended_runs_seconds() == 10 * 60
+    assert 20 * 60 <= job.elapsed_seconds() < 20 * 60 + 30
+
+
+def test_the_log_endpoint_returns_the_tail(alice, settings):
+    job = make_job(alice)
+    job.folder.mkdir(parents=True)
+    (job.folder / "log.txt").write_text("".join(f"line {i}\n" for i in range(300)))
+    client = signed_in(alice)
+    assert client.get(f"/api/jobs/{job.pk}/log?lines=2").json()["lines"] == ["line 298", "line 299"]
+    assert client.get(f"/api/jobs/{job.pk}/log?lines=two").status_code == 400
+
+
+def _api_routes():
+    """Every URL under /api/ in OpenAPI's path syntax."""
+    from digitslike.urls import urlpatterns
+
+    routes = set()
+
+    def walk(patterns, prefix):
+        for p in patterns:
+            route = prefix + str(p.pattern)
+            if isinstance(p, URLPattern):
+                routes.add("/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route))
+            else:
+                walk(p.url_patterns, route)
+
+    walk(urlpatterns, "")
+    return {r for r in routes if r.startswith("/api/") and r not in ("/api/", "/api/openapi.json")}
+
+
+def test_the_openapi_schema_covers_every_api_route(alice):
+    schema = signed_in(alice).get("/api/openapi.json").json()
+    assert schema["openapi"].startswith("3.")
+    assert _api_routes() == set(schema["paths"])
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            if method != "parameters":
+                assert operation["summary"] and operation["responses"], (path, method)
+    assert get_resolver().resolve("/api/jobs")
+
+
+@pytest.mark.parametrize("path", ["/api/", "/api/openapi.json"])
+def test_the_schema_and_its_docs_page_are_served(alice, path):
+    assert signed_in(alice).get(path).status_code == 200

@@ -1,0 +1,49 @@
+"""In a real browser: the home page's filter, sort, groups and bulk actions."""
+
+
+from django.contrib.auth.models import User
+
+from jobs import services
+from jobs.models import Job
+from tests.browser import needs_chromium, sign_up
+
+pytestmark = needs_chromium
+
+
+def test_the_home_page_filters_sorts_collapses_and_acts_on_a_selection(page):
+    from playwright.sync_api import expect
+
+    sign_up(page, "ada")
+    owner = User.objects.get(username="ada")
+    for name, group in [("beta", "sweep"), ("alpha", "sweep"), ("gamma", "")]:
+        services.submit(owner, "sleep", name, {"steps": 1}, {"device": "cpu", "count": 1}, group=group)
+    page.goto("/?tab=checks")
+    rows = page.locator("#jobs-table tr[data-job]")
+    expect(rows).to_have_count(3)
+
+    page.fill("#filter", "gam")
+    expect(rows).to_have_count(1)
+    page.fill("#filter", "")
+    page.click("th[data-sort=name]")
+    expect(page.locator("tbody[data-group=sweep] tr[data-job] td:nth-child(2)")).to_have_text(["alpha", "beta"])
+    page.click("th[data-sort=name]")
+    expect(page.locator("tbody[data-group=sweep] tr[data-job] td:nth-child(2)")).to_have_text(["beta", "alpha"])
+
+    page.click("text=sweep (2)")
+    expect(rows).to_have_count(1)
+    page.click("text=sweep (2)")
+    expect(rows).to_have_count(3)
+
+    page.check("[aria-label='Select alpha']")
+    page.check("[aria-label='Select gamma']")
+    page.click("#abort-selected")
+    expect(page.locator("#bulk-result")).to_have_text("Aborted 2 job(s).")
+    expect(page.locator("tr", has_text="alpha").locator("td.status")).to_have_text("Aborted")
+    expect(page.locator("tr", has_text="beta").locator("td.status")).to_have_text("Queued · #1 in queue")
+
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.check("[aria-label='Select alpha']")
+    page.click("#delete-selected")
+    expect(page.locator("#bulk-result")).to_have_text("Deleted 1 job(s).")
+    expect(rows).to_have_count(2)
+    assert set(Job.objects.values_list("name", flat=True)) == {"beta", "gamma"}

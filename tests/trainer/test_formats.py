@@ -1,0 +1,74 @@
+"""The formats both sides share: the job folder's file names, the event
+vocabulary, the step arithmetic and the growing-file reader, each in a
+module that loads neither torch nor Django."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainer import eventkinds, jobfiles, steps
+from trainer.linetail import LineTail
+
+SHARED = ("trainer.jobfiles", "trainer.eventkinds", "trainer.steps", "trainer.linetail", "trainer.events")
+
+
+def test_the_shared_modules_load_neither_torch_nor_django():
+    code = f"import sys, {', '.join(SHARED)}; print(sorted({{'torch', 'django'}} & set(sys.modules)))"
+    root = Path(__file__).parents[2]
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("epoch", "name"), [(3.0, "epoch-3.pt"), (2.5, "epoch-2.50.pt"), (0.25, "epoch-0.25.pt")])
+def test_a_snapshot_name_gives_back_its_epoch(epoch, name):
+    assert jobfiles.snapshot_name(epoch) == name
+    assert jobfiles.snapshot_epoch(name) == epoch
+
+
+def test_snapshots_are_listed_by_epoch_then_the_best(tmp_path):
+    folder = tmp_path / jobfiles.CHECKPOINTS
+    folder.mkdir()
+    for name in ("epoch-10.pt", "epoch-2.pt", "epoch-2.50.pt", jobfiles.BEST, jobfiles.LAST, "epoch-x.pt", "notes.txt"):
+        (folder / name).write_bytes(b"")
+    assert jobfiles.snapshots(tmp_path) == ["checkpoints/epoch-2.pt", "checkpoints/epoch-2.50.pt",
+                                            "checkpoints/epoch-10.pt", jobfiles.BEST_CHECKPOINT]
+
+
+def test_the_series_fields_come_from_the_series():
+    fields = eventkinds.series_fields()
+    assert fields[eventkinds.TRAIN]["train_loss"] == "loss" and fields[eventkinds.VAL]["val_top1"] == "top1"
+    assert sum(len(f) for f in fields.values()) == len(eventkinds.SERIES)
+    assert set(eventkinds.train(1, 0.1, 2.0, 0.1, 32, 9.0, 0.0)) >= set(fields[eventkinds.TRAIN].values())
+    assert set(eventkinds.val(1, 0.1, 2.0, 0.5, 0.9)) >= set(fields[eventkinds.VAL].values())
+
+
+def test_training_steps_are_each_process_even_share_in_whole_batches():
+    assert steps.shard_size(10, 0, 3, even=True) == 3 and steps.shard_size(10, 0, 3, even=False) == 4
+    assert steps.shard_size(10, 2, 3, even=False) == 3
+    assert steps.batch_count(10, 4, drop_last=True) == 2 and steps.batch_count(10, 4, drop_last=False) == 3
+    # 1000 images on 3 processes: 333 each; batches of 64 (5 a epoch), then of 128 from epoch 2 (2 a epoch)
+    assert steps.total_steps(1000, 64, 3, 4, [[2, 128]]) == 5 + 5 + 2 + 2
+
+
+def test_a_line_tail_returns_complete_lines_once(tmp_path):
+    path = tmp_path / "growing.txt"
+    tail = LineTail(path)
+    assert tail.lines() == []
+    path.write_bytes(b"one\ntwo\nthr")
+    assert tail.lines() == [b"one", b"two"] and tail.partial
+    with open(path, "ab") as handle:
+        handle.write(b"ee\n")
+    assert tail.lines() == [b"three"] and not tail.partial
+    assert tail.lines() == []
+
+
+def test_the_web_process_with_every_route_loads_no_torch():
+    code = ("import sys, django; django.setup(); import digitslike.urls; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))")
+    root = Path(__file__).parents[2]
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "digitslike.settings"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root, env=env)
+    assert result.stdout.strip() == "[]"

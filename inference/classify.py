@@ -48,6 +48,8 @@ def _ask(model: Job, image: bytes, operation: str, snapshot: str | None, class_i
     except modelclient.ModelServerError as exc:
         if exc.code == "not_found":
             raise Refused(str(exc), 404) from None
+        if exc.code == "busy":
+            raise Refused(str(exc), 503) from None
         if exc.code == "bad_input":
             field = source if str(exc).startswith(IMAGE_MESSAGES) else "model"
             raise Refused(str(exc), 400, {field: [str(exc)]}) from None

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.urls import reverse
 
+from . import leases
 from .models import PENDING, Job, Status, Worker
 
 
@@ -28,6 +29,16 @@ def _holders() -> dict[tuple[str, str], Job]:
     return holders
 
 
+def _model_server(host: str, device: str) -> dict[str, Any] | None:
+    """The model server as a device's holder, when it leases the device (a GPU
+    it runs Classify one on); jobs are named from the database instead."""
+    holder = leases.holder(host, device)
+    if holder is None or not holder.startswith("modelserver:"):
+        return None
+    return {"id": None, "name": "Model server (Classify one)", "owner": f"pid {holder.partition(':')[2]}",
+            "url": None}
+
+
 def free_counts() -> dict[str, dict[str, int]]:
     """{"gpu": {"free": n, "total": m}, "cpu": {...}} over all live machines."""
     holders = _holders()
@@ -36,7 +47,7 @@ def free_counts() -> dict[str, dict[str, int]]:
         for device in devices:
             entry = counts[device["kind"]]
             entry["total"] += 1
-            entry["free"] += (host, device["id"]) not in holders
+            entry["free"] += (host, device["id"]) not in holders and not _model_server(host, device["id"])
     return counts
 
 
@@ -52,7 +63,7 @@ def snapshot() -> dict[str, Any]:
         devices = []
         for device in worker.devices:
             job = holders.get((worker.hostname, device["id"]))
-            holder = _job_link(job) if job else None
+            holder = _job_link(job) if job else _model_server(worker.hostname, device["id"])
             devices.append({**device, "job": holder})
         workers.append({
             "id": worker.id, "hostname": worker.hostname, "pid": worker.pid, "queues": worker.queues,

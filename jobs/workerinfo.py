@@ -4,11 +4,11 @@ each task reads it back with ``current()``."""
 
 from __future__ import annotations
 
-import os
-import socket
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+
+from trainer import devicelease
 
 from .devices import MIG_KIND, inventory
 
@@ -21,8 +21,7 @@ class WorkerInfo:
 
     @classmethod
     def for_this_process(cls, cpu_slots: int) -> WorkerInfo:
-        host = os.environ.get("WORKER_HOST") or socket.gethostname()
-        return cls(id=uuid.uuid4().hex, host=host, devices=inventory(cpu_slots))
+        return cls(id=uuid.uuid4().hex, host=devicelease.host_name(), devices=inventory(cpu_slots))
 
     def device_ids(self, kind: str) -> list[str]:
         return [d["id"] for d in self.devices if d["kind"] == kind]

@@ -28,8 +28,9 @@ class ModelServerUnavailable(Exception):
 
 class ModelServerError(Exception):
     """The server answered with an error. ``code`` is ``not_found`` (the
-    model, snapshot or job is gone: HTTP 404), ``bad_input`` (400) or
-    ``failed`` (500); ``str(exc)`` is the message for the user."""
+    model, snapshot or job is gone: HTTP 404), ``bad_input`` (400), ``busy``
+    (a job holds the server's GPU: 503) or ``failed`` (500); ``str(exc)`` is
+    the message for the user."""
 
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)

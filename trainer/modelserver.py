@@ -3,13 +3,18 @@ inspect and saliency requests (``trainer.modelclient``) with models kept
 warm in memory, so that a web request neither starts Python nor reloads a
 snapshot.
 
-    python -m trainer.modelserver [--redis-url URL] [--prefix P] [--data-dir D] [--max-models N] [--device cpu|cuda]
+    python -m trainer.modelserver [--redis-url URL] [--prefix P] [--data-dir D] [--max-models N]
+        [--device cpu|cuda|cuda:N] [--host H] [--idle-seconds S] [--lease-seconds S]
 
 Each argument defaults to the environment (``REDIS_URL``, ``REDIS_PREFIX``,
-``DATA_DIR``, ``MODEL_SERVER_MAX_MODELS``, ``MODEL_SERVER_DEVICE``). A job's
-model is read from ``DATA_DIR/jobs/<id>``. At most ``max-models`` models are
-held, the least recently used evicted first; a snapshot rewritten on disk
-(``best.pt`` after a better validation) is loaded again. No Django here.
+``DATA_DIR``, ``MODEL_SERVER_MAX_MODELS``, ``MODEL_SERVER_DEVICE``,
+``WORKER_HOST`` or the host name, ``MODEL_SERVER_IDLE_SECONDS``,
+``WORKER_DEAD_AFTER_SECONDS``). A job's model is read from
+``DATA_DIR/jobs/<id>``. At most ``max-models`` models are held, the least
+recently used evicted first; a snapshot rewritten on disk (``best.pt`` after
+a better validation) is loaded again. On a GPU the server holds the GPU's
+device lease while it holds models, as a job would (``trainer.gpulease``),
+and gives it back after ``idle-seconds`` without a request. No Django here.
 """
 
 from __future__ import annotations
@@ -28,8 +33,10 @@ from pathlib import Path
 from typing import Any
 
 import redis
+import torch
 
-from trainer import jobfiles, modelclient
+from trainer import devicelease, jobfiles, modelclient
+from trainer.gpulease import DeviceBusy, GpuLease, device_id
 from trainer.inference import InferenceError, Loaded, ModelNotFound, load_model, preprocess
 from trainer.inference.classify import logits, top_classes
 from trainer.inference.gradcam import saliency
@@ -72,6 +79,9 @@ class Models:
             self.held.popitem(last=False)
         return loaded, True
 
+    def clear(self) -> None:
+        self.held.clear()
+
 
 def _encoded(value: Any) -> Any:
     """``value`` with every bytes (PNG) as base64 text, for JSON."""
@@ -85,8 +95,10 @@ def _encoded(value: Any) -> Any:
 
 
 class Server:
-    def __init__(self, client: redis.Redis, prefix: str, data_dir: Path, models: Models) -> None:
+    def __init__(self, client: redis.Redis, prefix: str, data_dir: Path, models: Models,
+                 lease: GpuLease | None = None) -> None:
         self.client, self.prefix, self.data_dir, self.models = client, prefix, data_dir, models
+        self.lease = lease  # None on the CPU, which takes no lease
         self.stopping = False
 
     def job_dir(self, job: Any) -> Path:
@@ -99,6 +111,8 @@ class Server:
         operation = request.get("op")
         if operation not in modelclient.OPERATIONS:
             raise InferenceError(f"Unknown operation {operation!r}.")
+        if self.lease is not None:
+            self.lease.take()
         loaded, loaded_now = self.models.get(self.job_dir(request.get("job")), request.get("snapshot"))
         try:
             image = base64.b64decode(request.get("image") or "", validate=True)
@@ -126,6 +140,8 @@ class Server:
             return  # its client has given up
         try:
             reply = {"ok": True, "result": self.answer(request)}
+        except DeviceBusy as exc:
+            reply = {"ok": False, "code": "busy", "error": str(exc)}
         except ModelNotFound as exc:
             reply = {"ok": False, "code": "not_found", "error": str(exc)}
         except InferenceError as exc:
@@ -135,14 +151,30 @@ class Server:
         self.client.lpush(reply_key, json.dumps(reply))
         self.client.expire(reply_key, modelclient.REPLY_SECONDS)
 
+    def tend_lease(self) -> None:
+        """Keep the GPU's lease alive while models are held; once idle (or
+        lost to a job after a Redis restart), drop the models, free the GPU's
+        memory and give the lease back."""
+        lease = self.lease
+        if lease is None or not lease.held:
+            return
+        if lease.idle() or not lease.keep():
+            self.models.clear()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            lease.release()
+
     def serve(self) -> None:
         requests, alive = modelclient.requests_key(self.prefix), modelclient.alive_key(self.prefix)
         while not self.stopping:
             self.client.set(alive, os.getpid(), ex=POLL_SECONDS + ALIVE_SECONDS)
+            self.tend_lease()
             popped = self.client.brpop([requests], timeout=POLL_SECONDS)
             if popped is not None:
                 self.handle(popped[1])
         self.client.delete(alive)
+        if self.lease is not None and self.lease.held:
+            self.lease.release()
 
 
 def arguments(argv: list[str] | None = None) -> argparse.Namespace:
@@ -152,13 +184,22 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("DATA_DIR", "var")))
     parser.add_argument("--max-models", type=int, default=int(os.environ.get("MODEL_SERVER_MAX_MODELS", "4")))
     parser.add_argument("--device", default=os.environ.get("MODEL_SERVER_DEVICE", "cpu"))
+    parser.add_argument("--host", default=devicelease.host_name(), help="the machine's name in device leases")
+    parser.add_argument("--idle-seconds", type=float,
+                        default=float(os.environ.get("MODEL_SERVER_IDLE_SECONDS", "300")))
+    parser.add_argument("--lease-seconds", type=float,
+                        default=float(os.environ.get("WORKER_DEAD_AFTER_SECONDS", "15")))
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     options = arguments(argv)
-    server = Server(redis.Redis.from_url(options.redis_url), options.prefix, options.data_dir.resolve(),
-                    Models(options.max_models, options.device))
+    client = redis.Redis.from_url(options.redis_url)
+    device = device_id(options.device)
+    lease = None if device is None else GpuLease(client, options.prefix, options.host, device,
+                                                 options.lease_seconds, options.idle_seconds)
+    server = Server(client, options.prefix, options.data_dir.resolve(), Models(options.max_models, options.device),
+                    lease)
 
     def stop(signum: int, frame: object) -> None:
         server.stopping = True

@@ -12,7 +12,9 @@ function deviceRow(device) {
   const memory = device.memory_total
     ? `${(device.memory_used / GiB).toFixed(1)} / ${(device.memory_total / GiB).toFixed(1)} GiB` : "—";
   const holder = device.job
-    ? el("a", { href: device.job.url }, `${device.job.name} (${device.job.owner})`) : "free";
+    ? (device.job.url ? el("a", { href: device.job.url }, `${device.job.name} (${device.job.owner})`)
+      : `${device.job.name} (${device.job.owner})`)
+    : "free";
   return el("tr", { class: device.job ? "held" : "free" },
     el("td", {}, device.id), el("td", {}, device.name), el("td", {}, memory),
     el("td", {}, reading(device.utilization, "%")), el("td", {}, reading(device.temperature, " °C")),

@@ -5,7 +5,7 @@ one made from a trained model's snapshot fine-tunes too. Wrong
 architectures and hostile files fail with a message and leave nothing to
 use; files that are no weights, too large or a state dict with no network
 are refused before any job exists. Anyone signed in may use one; only its
-owner or staff may delete it, and not while a model uses it."""
+owner or staff may delete it; the models fine-tuned from it are told."""
 
 from __future__ import annotations
 
@@ -93,11 +93,10 @@ def test_a_resnet18_state_dict_is_uploaded_checked_and_fine_tuned(alice, bob, wo
     log = (model.folder / jobfiles.LOG).read_text()
     assert "re-initialised conv1.weight, fc.bias, fc.weight" in log, "one input channel, four classes"
 
-    used = signed_in(alice).delete(f"/api/jobs/{pretrained.pk}")
-    assert used.status_code == 409 and "used by 1 job(s)" in used.json()["error"]
-    assert signed_in(bob).delete(f"/api/jobs/{model.pk}").status_code == 204
     assert signed_in(bob).delete(f"/api/jobs/{pretrained.pk}").status_code == 403, "only its owner or staff"
     assert signed_in(alice).delete(f"/api/jobs/{pretrained.pk}").status_code == 204
+    told = signed_in(bob).get(f"/api/jobs/{model.pk}").json()["lost_dependencies"]
+    assert len(told) == 1 and f"(#{pretrained.pk}) was deleted by alice" in told[0], "the model fine-tuned from it is told"
 
 
 def test_a_snapshot_made_into_a_pretrained_model_fine_tunes_a_new_model(alice, worker):

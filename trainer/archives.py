@@ -15,6 +15,10 @@ member at its offset in the tar; a compressed tar is first decompressed into
 one uncompressed copy, as the listing reads it), from any process.
 
 Standard library only: the dataset builder runs this outside Django.
+
+Over 400 lines on purpose: extracting and reading in place must refuse
+exactly the same archives, so both share one checker of members, limits and
+streamed sizes here rather than two copies drifting apart.
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ def test_a_200_mb_archive_uploads_and_builds(alice, worker, web, tmp_path):
     assert archive.stat().st_size > 200 * 1024 * 1024
     before = peak_rss(web.pid)
     with open(archive, "rb") as handle:
-        response = httpx.post(f"{web.url}/api/datasets", data=FIELDS, files={"archive": ("big.tar", handle)},
+        response = httpx.post(f"{web.url}/api/datasets", data={**FIELDS, "keep_upload": "on"},
+                              files={"archive": ("big.tar", handle)},
                               headers={"Authorization": f"Token {key}"}, timeout=120)
     assert response.status_code == 201, response.text
     assert peak_rss(web.pid) - before < 64 * 1024 * 1024  # streamed to disk, not held in memory
@@ -59,7 +60,8 @@ def test_an_upload_over_the_limit_is_refused_with_a_message(alice, one_mb_limit,
     _, key = ApiToken.issue(alice, "upload")
     archive = big_archive(tmp_path, 3)
     with open(archive, "rb") as handle:
-        response = httpx.post(f"{web.url}/api/datasets", data=FIELDS, files={"archive": ("big.tar", handle)},
+        response = httpx.post(f"{web.url}/api/datasets", data={**FIELDS, "keep_upload": "on"},
+                              files={"archive": ("big.tar", handle)},
                               headers={"Authorization": f"Token {key}"}, timeout=60)
     assert response.status_code == 413
     assert "larger than the limit of 1.0\xa0MB" in response.json()["error"]

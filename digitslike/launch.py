@@ -187,6 +187,9 @@ def main() -> int:
             if service.name == "redis":
                 wait_for_redis(settings.REDIS_URL, process)
         print(f"\n  digitslike is up: http://{host}:{port}/   (Ctrl-C stops it)\n", flush=True)
+        # Ctrl-C and SIGTERM stop everything, also where the launcher was
+        # started with SIGINT ignored (a background job of a script).
+        signal.signal(signal.SIGINT, _interrupt)
         signal.signal(signal.SIGTERM, _interrupt)
         while True:
             now = time.monotonic()

@@ -54,14 +54,19 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(Job.objects.select_related("owner"), pk=job_id)
+    # The page's stream starts after the file's last event, found from its
+    # end, so a long job's page opens as fast as a new one's. The job is read
+    # again after that: a state it reached meanwhile is then on the page (its
+    # event comes again on the stream, harmlessly), never only in the part of
+    # the file the stream skips.
+    since = eventseek.last_seq(job.folder)
+    job.refresh_from_db()
     context = {
         "job": job,
         "detail": serialize.job_detail(job),
         "can_change": job.can_change(request.user),
         "log_lines": tail_lines(job.folder / jobfiles.LOG, LOG_TAIL_LINES),
-        # The page's stream starts after the file's last event, found from
-        # its end, so a long job's page opens as fast as a new one's.
-        "since": eventseek.last_seq(job.folder),
+        "since": since,
         # The status history from the database: a state recorded there whose
         # event the stream then brings (the database may be a step ahead of
         # the file) carries its transition's id, and the page skips it.

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.urls import reverse
 from django.utils.text import get_valid_filename
 
@@ -46,13 +47,19 @@ def export(owner: User, model: Job, snapshot: str = "") -> tuple[Job, bool]:
     such snapshot; anyone signed in may export any model."""
     name = snapshot_file(model, snapshot)
     snapshot_stamp = stamp(model, name)
-    earlier = Job.objects.filter(kind=KIND, params__model=model.pk, params__snapshot=name)
-    for job in earlier.order_by("-created_at", "-id"):
-        if _reusable(job, snapshot_stamp):
-            return job, False
-    params = {"model": model.pk, "model_name": model.name, "model_dir": str(model.folder), "snapshot": name,
-              "snapshot_stamp": snapshot_stamp}
-    return services.submit(owner, KIND, f"{model.name}: archive of {stem(name)}", params, dict(RESOURCES)), True
+    # Two first clicks at once must make one job: the model's row is locked
+    # (PostgreSQL; SQLite's immediate transactions serialise the same block)
+    # from the look for an earlier export until the new one is created.
+    with transaction.atomic():
+        Job.objects.select_for_update().only("pk").get(pk=model.pk)
+        earlier = Job.objects.filter(kind=KIND, params__model=model.pk, params__snapshot=name)
+        for job in earlier.order_by("-created_at", "-id"):
+            if _reusable(job, snapshot_stamp):
+                return job, False
+        params = {"model": model.pk, "model_name": model.name, "model_dir": str(model.folder), "snapshot": name,
+                  "snapshot_stamp": snapshot_stamp}
+        job = services.submit(owner, KIND, f"{model.name}: archive of {stem(name)}", params, dict(RESOURCES))
+    return job, True
 
 
 def download_urls(job: Job) -> dict[str, str]:

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 
 import onnxruntime
 import torch
+from django.db import connection
 
+from inference import exports
 from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.evalfiles import CPU, dataset_job, trained_model
@@ -147,3 +151,27 @@ def test_exports_of_what_is_not_there_are_refused_and_create_nothing(alice, clie
     assert "The model has no snapshot" in page.content.decode()
     assert not Job.objects.filter(kind="export").exists()
     assert client.get(f"/api/exports/{model.pk}/archive").status_code == 404, "a model is not an export"
+
+
+def test_two_first_asks_at_once_make_one_export(alice, bob, transactional_db):
+    dataset = dataset_job(alice)
+    model = Job.objects.create(kind="train", name="lenet", owner=alice, status=Status.DONE,
+                               params=train_config(dataset.folder / "dataset", dataset=dataset.pk),
+                               resources={"device": "cpu", "count": 1})
+    (model.folder / "checkpoints").mkdir(parents=True)
+    (model.folder / "config.json").write_text(json.dumps(model.params))
+    (model.folder / "checkpoints" / "epoch-1.pt").write_bytes(b"weights")
+    events.append(model.folder, "snapshot", {"step": 10, "epoch": 1.0, "file": "checkpoints/epoch-1.pt", "best": False})
+    start = threading.Barrier(4)
+
+    def ask(owner) -> int:
+        try:
+            start.wait()
+            return exports.export(owner, model, "epoch-1.pt")[0].pk
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        asked = list(pool.map(ask, [alice, bob, alice, bob]))
+    assert Job.objects.filter(kind="export").count() == 1
+    assert len(set(asked)) == 1

@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
 from django.core import checks
+
+from .jobpaths import in_job_words
 
 if TYPE_CHECKING:
     from django import forms
@@ -111,21 +112,6 @@ def all_kinds() -> list[JobKind]:
     """Every kind, in the order of their categories' tabs."""
     order = {name: position for position, name in enumerate(c.name for c in categories())}
     return sorted(_kinds.values(), key=lambda kind: order.get(kind.category, len(order)))
-
-
-def in_job_words(value: Any) -> Any:
-    """``value`` with every path into a job's folder written as the job and
-    the file inside it (``job #12: upload/archive.tar``), at any depth."""
-    if isinstance(value, dict):
-        return {k: in_job_words(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [in_job_words(v) for v in value]
-    if isinstance(value, str):
-        jobs_dir = f"{settings.JOBS_DIR}/"
-        if value.startswith(jobs_dir):
-            job_id, _, inside = value[len(jobs_dir):].partition("/")
-            return f"job #{job_id}: {inside}" if inside else f"job #{job_id}"
-    return value
 
 
 def without(*private: str) -> Callable[[dict[str, Any]], dict[str, Any]]:

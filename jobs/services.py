@@ -3,6 +3,7 @@ the JSON API share one set of rules and messages."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +15,7 @@ from django.utils import timezone
 
 from digitslike.api import ActionError
 
-from . import bus, kinds, permissions, quotas
+from . import bus, jobpaths, kinds, permissions, quotas
 from .events import publish
 from .models import ACTIVE, PENDING, Job, JobTransition, Status
 from .queue import enqueue
@@ -109,11 +110,29 @@ def resume(job: Job, user: User) -> Job:
 
 def clone(job: Job, user: User) -> Job:
     """A new job with the same settings, owned by whoever clones it (the
-    owner or staff)."""
+    owner or staff). The files of the job's folder that its params name
+    (what a user uploaded to make it) go with it: the clone gets its own
+    copies, so deleting the first job leaves it whole."""
     require_change(job, user)
     refuse_if_lost_dependencies(job, "cloned")
+    files = jobpaths.files_inside(job.params, job.folder)
+    if gone := [name for name in files if not (job.folder / name).is_file()]:
+        raise ActionError(f"The file this job was made from ({', '.join(gone)}) is gone, so it cannot be cloned; "
+                          f"make a new {_label(job)} with the file.")
+
+    def take_files(copy: Job) -> None:
+        for name in files:
+            target = copy.folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(job.folder / name, target)  # no second copy of a large upload where the disk allows
+            except OSError:
+                shutil.copyfile(job.folder / name, target)
+        copy.params = jobpaths.moved(job.params, job.folder, copy.folder)
+        Job.objects.filter(pk=copy.pk).update(params=copy.params)
+
     return submit(user, job.kind, f"{job.name} (clone)", dict(job.params), dict(job.resources),
-                  group=job.group, notes=job.notes)
+                  group=job.group, notes=job.notes, prepare=take_files if files else None)
 
 
 def delete(job: Job, user: User) -> None:

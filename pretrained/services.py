@@ -31,7 +31,8 @@ def from_snapshot(owner: User, model: Job, snapshot: str = "") -> Job:
 
 def from_upload(owner: User, name: str, upload: UploadedFile, network: str, group: str = "", notes: str = "") -> Job:
     """Queue a pretrained model of an uploaded archive or state dict (for
-    the standard network ``network``), kept in the job's folder."""
+    the standard network ``network``), kept in the job's folder; the
+    params name it (``source["path"]``), so a clone takes it along."""
 
     def store(job: Job) -> None:
         target = job.folder / jobfiles.PRETRAINED_UPLOAD
@@ -42,6 +43,8 @@ def from_upload(owner: User, name: str, upload: UploadedFile, network: str, grou
             with open(target, "wb") as out:
                 for chunk in upload.chunks():
                     out.write(chunk)
+        job.params["source"]["path"] = str(target)
+        Job.objects.filter(pk=job.pk).update(params=job.params)
 
     source = {"type": "upload", "file_name": upload.name, "network": network}
     return services.submit(owner, KIND, name, _params(owner, source), dict(RESOURCES), group=group, notes=notes,

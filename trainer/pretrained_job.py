@@ -19,18 +19,16 @@ into place.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
 import sys
 import zipfile
 from pathlib import Path
 from typing import Any
 
 from trainer import events
+from trainer.buildfolder import building
 from trainer.inference.errors import InferenceError
 from trainer.inference.model import load_model
-from trainer.jobfiles import PRETRAINED, PRETRAINED_INFO, PRETRAINED_UPLOAD, PRETRAINED_WEIGHTS
+from trainer.jobfiles import PRETRAINED, PRETRAINED_INFO, PRETRAINED_WEIGHTS
 from trainer.pretrained import Pretrained, import_pretrained
 
 
@@ -72,7 +70,7 @@ def make(config: dict[str, Any], job_dir: Path, work: Path) -> dict[str, Any]:
     if source["type"] == "snapshot":
         pretrained = from_snapshot(source)
     else:
-        pretrained = from_upload(job_dir / PRETRAINED_UPLOAD, source, bool(config.get("may_run_code")))
+        pretrained = from_upload(Path(source["path"]), source, bool(config.get("may_run_code")))
     described = info(pretrained, source)
     pretrained.save(work / Path(PRETRAINED_WEIGHTS).name)
     (work / Path(PRETRAINED_INFO).name).write_text(json.dumps(described, indent=1, ensure_ascii=False))
@@ -82,26 +80,13 @@ def make(config: dict[str, Any], job_dir: Path, work: Path) -> dict[str, Any]:
 def main(config_path: str) -> int:
     job_dir = Path(config_path).parent
     config = json.loads(Path(config_path).read_text())
-    work = job_dir / f"{PRETRAINED}.partial"
-
-    def stop(signum: int, frame: object) -> None:
-        """Aborted: leave nothing half-made."""
-        shutil.rmtree(work, ignore_errors=True)
-        os._exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, stop)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
     try:
-        described = make(config, job_dir, work)
-        shutil.rmtree(job_dir / PRETRAINED, ignore_errors=True)
-        os.replace(work, job_dir / PRETRAINED)
+        with building(job_dir / PRETRAINED) as work:
+            described = make(config, job_dir, work)
     except InferenceError as exc:
         events.append(job_dir, "error", {"message": str(exc)})
         print(f"error: {exc}", flush=True)
         return 1
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     network = described["network"]
     summary = {"network": network.get("name") or network.get("source"), "classes": len(described["classes"]),
                "channels": described["channels"], "input_size": described["input_size"],

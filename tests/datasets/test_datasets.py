@@ -165,6 +165,18 @@ def test_an_uploaded_archive_with_train_and_test_folders(client, roots, worker, 
     assert not (job.folder / "dataset" / "extracted").exists()
     assert ("Archive kept", "yes" if keep else "no") in dict(kinds.settings_table(job))["Source"]
 
+    cloned = client.post(f"/api/jobs/{job.pk}/clone")
+    if not keep:
+        assert cloned.status_code == 409
+        assert cloned.json()["error"] == ("The file this job was made from (upload/archive.tar.gz) is gone, so it "
+                                          "cannot be cloned; make a new dataset with the file.")
+        return
+    assert cloned.status_code == 201, cloned.json()
+    assert client.delete(f"/api/jobs/{job.pk}").status_code == 204, "the clone has its own copy of the upload"
+    clone = built(cloned.json()["id"])
+    assert manifest(clone)["splits"]["train"]["count"] == 6
+    assert [p.name for p in (clone.folder / "upload").iterdir()] == ["archive.tar.gz"]
+
 
 def test_a_hostile_archive_fails_the_build_and_leaves_nothing(client, roots, worker, tmp_path):
     import tarfile

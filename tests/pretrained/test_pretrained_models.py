@@ -93,10 +93,17 @@ def test_a_resnet18_state_dict_is_uploaded_checked_and_fine_tuned(alice, bob, wo
     log = (model.folder / jobfiles.LOG).read_text()
     assert "re-initialised conv1.weight, fc.bias, fc.weight" in log, "one input channel, four classes"
 
+    cloned = client.post(f"/api/jobs/{pretrained.pk}/clone")
+    assert cloned.status_code == 201, cloned.json()
+    clone = Job.objects.get(pk=cloned.json()["id"])
+    assert clone.params["source"]["path"] == str(clone.folder / jobfiles.PRETRAINED_UPLOAD), "its own copy"
+
     assert signed_in(bob).delete(f"/api/jobs/{pretrained.pk}").status_code == 403, "only its owner or staff"
     assert signed_in(alice).delete(f"/api/jobs/{pretrained.pk}").status_code == 204
     told = signed_in(bob).get(f"/api/jobs/{model.pk}").json()["lost_dependencies"]
     assert len(told) == 1 and f"(#{pretrained.pk}) was deleted by alice" in told[0], "the model fine-tuned from it is told"
+    clone = wait_status(clone, Status.DONE, Status.FAILED, timeout=TIMEOUT)
+    assert clone.status == Status.DONE, clone.error
 
 
 def test_a_snapshot_made_into_a_pretrained_model_fine_tunes_a_new_model(alice, worker):

@@ -29,7 +29,6 @@ import csv
 import json
 import os
 import shutil
-import signal
 import sys
 import time
 from pathlib import Path
@@ -40,7 +39,8 @@ import torch
 
 from trainer import events, jobfiles
 from trainer.archives import ArchiveError, Limits, extract
-from trainer.datastore import EncodedSplitWriter, encode, replace_folder
+from trainer.buildfolder import building
+from trainer.datastore import EncodedSplitWriter, encode
 from trainer.evaluation_files import CSV, IMAGES, OUTPUT, REPORT, RESULTS
 from trainer.imagelists import Entry, ListError, folder_entries, parse_list
 
@@ -188,26 +188,13 @@ def run(config: dict[str, Any], job_dir: Path, work: Path) -> dict[str, Any]:
 def main(config_path: str) -> int:
     job_dir = Path(config_path).parent
     config = json.loads(Path(config_path).read_text())
-    work = job_dir / f"{OUTPUT}.partial"
-
-    def stop(signum: int, frame: object) -> None:
-        """Aborted: remove the unfinished results at once and go."""
-        shutil.rmtree(work, ignore_errors=True)
-        os._exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, stop)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
     try:
-        report = run(config, job_dir, work)
-        (job_dir / OUTPUT).mkdir(exist_ok=True)
-        replace_folder(work, job_dir / OUTPUT)
+        with building(job_dir / OUTPUT) as work:
+            report = run(config, job_dir, work)
     except (InferenceError, ListError, ArchiveError) as exc:
         events.append(job_dir, "error", {"message": str(exc)})
         print(f"error: {exc}", flush=True)
         return 1
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     summary = {key: report[key] for key in ("count", "classified", "unreadable", "labelled", "top1", "top5",
                                             "snapshot", "note")}
     events.append(job_dir, "result", summary)

@@ -1,12 +1,11 @@
 """Device leases in Redis: all or nothing, held by one job, refreshed by the
 worker, gone when the worker stops refreshing them."""
 
-import time
-
 import pytest
 
 from jobs import leases
 from jobs.bus import client
+from tests.processes import wait_for
 
 
 @pytest.fixture
@@ -43,8 +42,10 @@ def test_more_devices_than_exist_is_none(host):
 def test_leases_expire_unless_refreshed(host, settings):
     settings.WORKER_DEAD_AFTER_SECONDS = 0.3
     leases.acquire(host, ["gpu0", "gpu1"], 2, job_id=1)
-    time.sleep(0.2)
+    # The refresh gives gpu0 a long life, so a busy machine's pauses cannot
+    # let it lapse: only gpu1, never refreshed, runs out.
+    settings.WORKER_DEAD_AFTER_SECONDS = 60
     leases.refresh(host, ["gpu0"], job_id=1)
-    time.sleep(0.2)
+    wait_for(lambda: client().get(leases.lease_key(host, "gpu1")) is None, timeout=10, what="gpu1's lease to lapse")
     assert leases.acquire(host, ["gpu0", "gpu1"], 1, job_id=2) == ["gpu1"]
     assert client().get(leases.lease_key(host, "gpu0")) == b"1"

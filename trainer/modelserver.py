@@ -26,9 +26,11 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +115,10 @@ class Server:
             raise InferenceError(f"Unknown operation {operation!r}.")
         if self.lease is not None:
             self.lease.take()
+        with self.kept_up():
+            return self.work(request, operation, started)
+
+    def work(self, request: dict[str, Any], operation: str, started: float) -> dict[str, Any]:
         loaded, loaded_now = self.models.get(self.job_dir(request.get("job")), request.get("snapshot"))
         try:
             image = base64.b64decode(request.get("image") or "", validate=True)
@@ -156,18 +162,43 @@ class Server:
         lost to a job after a Redis restart), drop the models, free the GPU's
         memory and give the lease back."""
         lease = self.lease
-        if lease is None or not lease.held:
+        if lease is None or not (lease.held or self.models.held):
             return
-        if lease.idle() or not lease.keep():
+        if not lease.held or lease.idle() or not lease.keep():  # not held: lost while a request ran
             self.models.clear()
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
             lease.release()
 
+    def say_alive(self) -> None:
+        self.client.set(modelclient.alive_key(self.prefix), os.getpid(), ex=POLL_SECONDS + ALIVE_SECONDS)
+
+    @contextmanager
+    def kept_up(self) -> Iterator[None]:
+        """While a request runs, a thread keeps what the loop keeps between
+        requests: the alive key, or clients would hear that no server runs,
+        and the GPU's lease, or a job could take the GPU from under a
+        request that outlasts the lease's time to live."""
+        done = threading.Event()
+
+        def beat() -> None:
+            while not done.wait(POLL_SECONDS):
+                self.say_alive()
+                if self.lease is not None:
+                    self.lease.keep()
+
+        thread = threading.Thread(target=beat, name="kept-up", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
+
     def serve(self) -> None:
         requests, alive = modelclient.requests_key(self.prefix), modelclient.alive_key(self.prefix)
         while not self.stopping:
-            self.client.set(alive, os.getpid(), ex=POLL_SECONDS + ALIVE_SECONDS)
+            self.say_alive()
             self.tend_lease()
             popped = self.client.brpop([requests], timeout=POLL_SECONDS)
             if popped is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 
 import pytest
@@ -13,9 +14,9 @@ import redis
 from django.conf import settings
 
 from jobs import leases
-from trainer import devicelease
+from trainer import devicelease, modelclient
 from trainer.gpulease import DeviceBusy, GpuLease, device_id
-from trainer.modelserver import Models, Server
+from trainer.modelserver import ALIVE_SECONDS, Models, Server
 
 
 class Clock:
@@ -120,3 +121,32 @@ def test_a_request_while_a_job_holds_the_gpu_is_answered_busy(lease, host, clien
     reply = json.loads(client.lpop(reply_key))
     assert reply["ok"] is False and reply["code"] == "busy"
     assert "try again when it ends" in reply["error"]
+
+
+
+def test_a_long_request_keeps_the_server_alive_and_the_gpu_from_jobs_until_it_ends(client, host, tmp_path):
+    lease = GpuLease(client, settings.REDIS_PREFIX, host, "gpu0", ttl_seconds=2, idle_seconds=60)
+    prefix = f"long-{uuid.uuid4().hex[:8]}"
+    server = Server(client, prefix, tmp_path, Models(2, "cpu"), lease)
+    lease.take()
+    server.models.held[("job", None)] = (object(), 0.0)
+    server.say_alive()  # as the loop does before it takes a request
+    started = time.monotonic()
+    with server.kept_up():
+        while time.monotonic() - started < ALIVE_SECONDS + 2:  # past the alive key's life and the lease's
+            assert client.exists(modelclient.alive_key(prefix)), "clients see a server at work, not none"
+            assert leases.acquire(host, ["gpu0"], 1, job_id=5) is None, "the GPU stays the request's"
+            time.sleep(0.2)
+    assert leases.holder(host, "gpu0") == lease.holder
+
+
+def test_a_lease_lost_during_a_request_drops_the_models_after_it(lease, host, client, clock, tmp_path):
+    server = Server(client, settings.REDIS_PREFIX, tmp_path, Models(2, "cpu"), lease)
+    lease.take()
+    server.models.held[("job", None)] = (object(), 0.0)
+    client.delete(devicelease.lease_key(settings.REDIS_PREFIX, host, "gpu0"))
+    assert leases.acquire(host, ["gpu0"], 1, job_id=9) == ["gpu0"]
+    clock.now += 1.0
+    assert not lease.keep(), "what the request's thread finds"
+    server.tend_lease()
+    assert not server.models.held and leases.holder(host, "gpu0") == "9"

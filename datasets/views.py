@@ -24,6 +24,7 @@ from trainer.imageio import ImageError, load_image, resize
 from . import sample, store, uploads
 from .folders import OutsideRoots, first_file, listing
 from .forms import DatasetForm, sent_field_errors
+from .shown import public_params
 
 PAGE_SIZES = (25, 50, 100, 200)
 SKIPPED_SHOWN = 500
@@ -46,7 +47,7 @@ def new_dataset(request: HttpRequest) -> HttpResponse:
             return error("The form has errors.", 400, errors=form.errors.get_json_data())
     else:
         form = DatasetForm()
-    context = {"form": form, "roots": settings.DATASET_ROOTS, "upload_max": settings.UPLOAD_MAX_BYTES}
+    context = {"form": form, "upload_max": settings.UPLOAD_MAX_BYTES}
     return render(request, "datasets/new.html", context, status=400 if request.method == "POST" else 200)
 
 
@@ -108,7 +109,7 @@ def page_context(job: Job) -> dict[str, Any]:
             "skipped_more": max(0, len(report) - SKIPPED_SHOWN),
             "counts": {s: info["splits"][s]["count"] for s in store.SPLITS},
             "chart": chart_data(info),
-            "option_rows": option_rows(info["options"]),
+            "option_rows": option_rows(public_params(info["options"])),
         })
     return context
 

@@ -7,6 +7,8 @@ jobs (training takes half a minute on a busy machine)."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from django.contrib.auth.models import User
 
@@ -131,26 +133,25 @@ def inside(inner: list[float], outer: list[float]) -> bool:
     return outer[0] - 1 <= inner[0] and inner[2] <= outer[2] + 1 and outer[1] - 1 <= inner[1] and inner[3] <= outer[3] + 1
 
 
-@pytest.mark.parametrize("address", ["model", "group"])
-def test_no_chart_overlaps_a_card_at_common_widths(page, model, address):
-    url, charts = {"model": (f"/jobs/{model.pk}/", ["metrics-chart", "lr-chart", "norms-chart"]),
-                   "group": ("/groups/sweep/", ["group-loss-chart", "group-top1-chart"])}[address]
-    for width in WIDTHS:
+def test_no_chart_overlaps_a_card_at_common_widths(page, model):
+    pages = {f"/jobs/{model.pk}/": ["metrics-chart", "lr-chart", "norms-chart"],
+             "/groups/sweep/": ["group-loss-chart", "group-top1-chart"]}
+    for (url, charts), width in itertools.product(pages.items(), WIDTHS):
         page.set_viewport_size({"width": width, "height": 1000})
         page.goto(url)
         plots_drawn(page, charts)
         found = page.evaluate(BOXES)
         cards = found["cards"]
         for chart, box, holder in found["charts"]:
-            assert holder >= 0, f"{chart} is in no card at {width}px"
-            assert inside(box, cards[holder][1]), f"{chart} spills out of #{cards[holder][0]} at {width}px"
+            assert holder >= 0, f"{chart} is in no card at {width}px on {url}"
+            assert inside(box, cards[holder][1]), f"{chart} spills out of #{cards[holder][0]} at {width}px on {url}"
             for index, (card, card_box) in enumerate(cards):
                 if index != holder and not inside(card_box, cards[holder][1]) and not inside(cards[holder][1], card_box):
-                    assert not overlaps(box, card_box), f"{chart} overlaps #{card} at {width}px"
+                    assert not overlaps(box, card_box), f"{chart} overlaps #{card} at {width}px on {url}"
         for i, (a, a_box) in enumerate(cards):
             for b, b_box in cards[i + 1:]:
                 nested = inside(a_box, b_box) or inside(b_box, a_box)
-                assert nested or not overlaps(a_box, b_box), f"#{a} overlaps #{b} at {width}px"
+                assert nested or not overlaps(a_box, b_box), f"#{a} overlaps #{b} at {width}px on {url}"
 
 
 def test_no_page_around_a_model_names_a_path_of_the_server(page, model, tmp_path):

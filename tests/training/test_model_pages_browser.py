@@ -154,7 +154,7 @@ def test_no_chart_overlaps_a_card_at_common_widths(page, model):
                 assert nested or not overlaps(a_box, b_box), f"#{a} overlaps #{b} at {width}px on {url}"
 
 
-def test_no_page_around_a_model_names_a_path_of_the_server(page, model, tmp_path):
+def test_no_page_around_a_model_names_a_path_of_the_server(page, model, worker, tmp_path):
     from playwright.sync_api import expect
 
     ApiToken.issue(model.owner, "laptop")
@@ -162,7 +162,7 @@ def test_no_page_around_a_model_names_a_path_of_the_server(page, model, tmp_path
         "/": "#jobs-table", "/?tab=datasets": "#jobs-table", f"/jobs/{model.params['dataset']}/": "#class-chart",
         f"/datasets/{model.params['dataset']}/explore": "#gallery figure", "/datasets/new/": "#new-dataset",
         f"/models/new/?dataset={model.params['dataset']}": "#lr-chart .main-svg", "/groups/sweep/": "#group-table td",
-        "/resources/": "#queue-table", "/account/": "text=laptop", "/api/": "td:has-text('/api/datasets')",
+        "/resources/": "#workers :text('GiB free for data')", "/account/": "text=laptop", "/api/": "td:has-text('/api/datasets')",
     }
     for address, shown in pages.items():
         page.goto(address)

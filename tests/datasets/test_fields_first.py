@@ -10,6 +10,7 @@ import httpx
 from django.http import QueryDict
 
 from accounts.models import ApiToken
+from datasets.forms import sent_field_errors
 from digitslike.fieldsfirst import fields_before_file
 from jobs.models import Job
 from tests.datasetfiles import class_folders, tar_of
@@ -39,6 +40,12 @@ def test_a_body_cut_short_before_the_file_is_not_judged_yet():
 def test_a_body_without_a_file_ends_with_its_fields():
     body = part("width", "16") + b"--" + BOUNDARY + b"--\r\n"
     assert fields_before_file(body, BOUNDARY) == (QueryDict("width=16"), False)
+
+
+def test_only_the_fields_sent_so_far_are_judged_before_the_file(db):
+    assert sent_field_errors(QueryDict("name=colours")) == {}  # the source and its folder may come after the file
+    errors = sent_field_errors(QueryDict("name=colours&width=0&val_percent=60&test_percent=50"))
+    assert set(errors) == {"width", "val_percent"}
 
 
 def uploads(settings) -> list:

@@ -4,31 +4,32 @@ imports may read."""
 
 from __future__ import annotations
 
-from typing import Any
+from django.http import HttpRequest, JsonResponse, QueryDict
 
-from django.http import HttpRequest, JsonResponse
-
-from digitslike.api import BadRequest, api, error, json_body
+from digitslike.api import BadRequest, api, bad_request_message, error, json_body
 from jobs import serialize
 
 from . import store, uploads
 from .folders import OutsideRoots, listing
-from .forms import DatasetForm
+from .forms import DatasetForm, defaults, sent_field_errors
 
 
 def _form(request: HttpRequest) -> DatasetForm:
     """Fields the request leaves out take the page's defaults, in a JSON body
     and in a multipart one (with an upload) alike."""
     if request.content_type == "application/json":
-        return DatasetForm({**_defaults(), **json_body(request)})
+        return DatasetForm({**defaults(), **json_body(request)})
     data = request.POST.copy()
-    for name, value in _defaults().items():
+    for name, value in defaults().items():
         data.setdefault(name, value)
     return DatasetForm(data, request.FILES)
 
 
-def _defaults() -> dict[str, Any]:
-    return {name: field.initial for name, field in DatasetForm.base_fields.items() if field.initial is not None}
+def early_refusal(fields: QueryDict, wants_json: bool) -> JsonResponse | None:
+    """The answer to an upload whose fields sent before the file have errors
+    (``digitslike/fieldsfirst.py``): the one the whole form would get."""
+    errors = sent_field_errors(fields)
+    return error(bad_request_message(errors), 400, errors=errors) if errors else None
 
 
 @api("POST")

@@ -11,17 +11,20 @@ class DatasetsConfig(AppConfig):
 
     def ready(self) -> None:
         from digitslike.bodylimit import allow_large_bodies
+        from digitslike.fieldsfirst import check_fields_first
 
+        from . import api, views
         from .shown import public_params, settings_table
         from .store import models_using
-        from .views import page_context
 
         register_category(Category("datasets", "Datasets", order=10))
         register(JobKind("dataset", "Dataset", "datasets", python_module("trainer.dataset_build"),
-                         page_template="datasets/section.html", page_context=page_context,
+                         page_template="datasets/section.html", page_context=views.page_context,
                          new_page="new-dataset", create_endpoint="api-datasets", dependents=models_using,
                          public_params=public_params, settings=settings_table))
         allow_large_bodies("new-dataset", "api-datasets")
+        check_fields_first(views.early_refusal, "new-dataset")
+        check_fields_first(api.early_refusal, "api-datasets")
         Path(settings.FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
         for root in settings.DATASET_ROOTS:
             if root.startswith(str(settings.DATA_DIR)):

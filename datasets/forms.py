@@ -11,6 +11,7 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
+from django.http import QueryDict
 
 from jobs import services
 from jobs.forms import JobFieldsForm
@@ -156,3 +157,20 @@ class DatasetForm(JobFieldsForm):
 
         return services.submit(owner, "dataset", data["name"], self.params(), {"device": "cpu", "count": 1},
                                group=data["group"], notes=data["notes"], prepare=store_uploads if uploads else None)
+
+
+def defaults() -> dict[str, Any]:
+    """The page's initial values, which the API gives the fields a request leaves out."""
+    return {name: field.initial for name, field in DatasetForm.base_fields.items() if field.initial is not None}
+
+
+def sent_field_errors(fields: QueryDict) -> dict[str, Any]:
+    """The errors of the fields an upload sent before its file, in the API's
+    shape; the fields not sent yet take the defaults, and their own errors are
+    left out (they may still come, with the file)."""
+    data = fields.copy()
+    for name, value in defaults().items():
+        data.setdefault(name, value)
+    form = DatasetForm(data)
+    form.is_valid()
+    return {field: found for field, found in form.errors.get_json_data().items() if field in fields}

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -23,7 +23,8 @@ from trainer.imageio import ImageError, load_image, resize
 
 from . import sample, store, uploads
 from .folders import OutsideRoots, first_file, listing
-from .forms import DatasetForm
+from .forms import DatasetForm, sent_field_errors
+from .shown import public_params
 
 PAGE_SIZES = (25, 50, 100, 200)
 SKIPPED_SHOWN = 500
@@ -46,8 +47,16 @@ def new_dataset(request: HttpRequest) -> HttpResponse:
             return error("The form has errors.", 400, errors=form.errors.get_json_data())
     else:
         form = DatasetForm()
-    context = {"form": form, "roots": settings.DATASET_ROOTS, "upload_max": settings.UPLOAD_MAX_BYTES}
+    context = {"form": form, "upload_max": settings.UPLOAD_MAX_BYTES}
     return render(request, "datasets/new.html", context, status=400 if request.method == "POST" else 200)
+
+
+def early_refusal(fields: QueryDict, wants_json: bool) -> JsonResponse | None:
+    """The page's answer to an upload whose fields sent before the file have
+    errors (``digitslike/fieldsfirst.py``); a form posted without the page's
+    script gets the whole form's answer instead."""
+    errors = sent_field_errors(fields) if wants_json else {}
+    return error("The form has errors.", 400, errors=errors) if errors else None
 
 
 PREVIEW_MAX_BYTES = 8 * 2**20
@@ -100,7 +109,7 @@ def page_context(job: Job) -> dict[str, Any]:
             "skipped_more": max(0, len(report) - SKIPPED_SHOWN),
             "counts": {s: info["splits"][s]["count"] for s in store.SPLITS},
             "chart": chart_data(info),
-            "option_rows": option_rows(info["options"]),
+            "option_rows": option_rows(public_params(info["options"])),
         })
     return context
 

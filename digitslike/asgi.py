@@ -8,5 +8,6 @@ django_application = get_asgi_application()
 
 # Imported once the apps are loaded: the limit looks up sessions and tokens.
 from digitslike.bodylimit import BodyLimitMiddleware  # noqa: E402
+from digitslike.fieldsfirst import FieldsFirstMiddleware  # noqa: E402
 
-application = BodyLimitMiddleware(django_application)
+application = BodyLimitMiddleware(FieldsFirstMiddleware(django_application))

@@ -45,7 +45,7 @@ def _session_user_is_active(session_key: str) -> bool:
     return user_id is not None and User.objects.filter(pk=user_id, is_active=True).exists()
 
 
-async def _signed_in(headers: dict[str, str]) -> bool:
+async def signed_in(headers: dict[str, str]) -> bool:
     authorization = headers.get("authorization", "")
     if authorization.startswith(TOKEN_PREFIX):
         return await ApiToken.user_for(authorization[len(TOKEN_PREFIX):].strip()) is not None
@@ -64,7 +64,7 @@ def _takes_uploads(path: str) -> bool:
 
 
 async def limit_for(scope: dict[str, Any], headers: dict[str, str]) -> int:
-    if _takes_uploads(scope["path"]) and await _signed_in(headers):
+    if _takes_uploads(scope["path"]) and await signed_in(headers):
         return settings.UPLOAD_MAX_BYTES
     return settings.REQUEST_MAX_BYTES
 

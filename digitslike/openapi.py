@@ -371,7 +371,8 @@ SCHEMA: dict[str, Any] = {
                                       {"200": _json({"type": "object"})})},
         "/api/datasets": {"post": _op(
             "Import a dataset: the New dataset form's fields as JSON (server folder or lists), or as "
-            "multipart/form-data with the archive or list files", {"201": _json(_ref("Job"), "Created and queued")},
+            "multipart/form-data with the archive or list files (the fields sent before the file are checked before it "
+            "is read: send them first and a mistake costs no upload)", {"201": _json(_ref("Job"), "Created and queued")},
             ("400", "401", "413"), requestBody={"required": True, "content": {
                 "application/json": {"schema": {"type": "object", "required": ["name", "source"], "properties": {
                     "name": {"type": "string"}, "source": {"enum": ["folder", "archive", "lists"]},

@@ -6,13 +6,16 @@ PNG files whose true classes the test knows."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import torch
 from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image
 
+from datasets.forms import DatasetForm
 from inference.forms import EvaluationForm
 from jobs.models import Job, Status
 from tests.trainfiles import CLASSES, bars, make_dataset, train_config
@@ -38,6 +41,51 @@ def trained_model(owner, dataset: Job | None = None, name: str = "lenet", group:
     model.folder.mkdir(parents=True)
     (model.folder / "config.json").write_text(json.dumps(config))
     Run(config, model.folder, CPU).train()
+    return model
+
+
+def train_once(root: Path, epochs: int = 2) -> Path:
+    """A bars dataset (``root/dataset``) and a LeNet trained on it
+    (``root/run``), with no job rows: for a module's tests to share, each
+    copying it into its own jobs with ``copied_model``."""
+    dataset_dir = make_dataset(root / "dataset")
+    run = root / "run"
+    run.mkdir()
+    config = {**train_config(dataset_dir, epochs=epochs), "job_id": 0, "devices": ["cpu0"]}
+    (run / "config.json").write_text(json.dumps(config))
+    Run(config, run, CPU).train()
+    return root
+
+
+def uploaded_dataset_job(owner) -> Job:
+    """A done dataset job with the params of one made from an uploaded archive
+    (its folder still to fill)."""
+    form = DatasetForm({"name": "bars", "source": "archive", "width": 28, "height": 28, "image_type": "grayscale",
+                        "resize_mode": "squash", "val_percent": 20, "test_percent": 20, "min_per_class": 2,
+                        "encoding": "none", "quality": 90, "seed": 1, "mean": True},
+                       {"archive": SimpleUploadedFile("bars.tar.gz", b"\x1f\x8b")})
+    assert form.is_valid(), form.errors
+    job = Job.objects.create(kind="dataset", name="bars", owner=owner, status=Status.DONE, params=form.params(),
+                             progress=1.0)
+    job.params["source"]["path"] = str(job.folder / "upload" / "archive.tar.gz")
+    job.save(update_fields=["params"])
+    return job
+
+
+def copied_model(owner, trained: Path, name: str = "lenet", group: str = "") -> Job:
+    """A done training job and its dataset's, holding copies of what ``train_once`` made."""
+    dataset = uploaded_dataset_job(owner)
+    shutil.copytree(trained / "dataset", dataset.folder / "dataset")
+    manifest = json.loads((dataset.folder / "dataset" / "manifest.json").read_text())
+    manifest["options"] = {k: v for k, v in dataset.params.items() if k != "roots"}  # as the build records them
+    (dataset.folder / "dataset" / "manifest.json").write_text(json.dumps(manifest))
+    config = json.loads((trained / "run" / "config.json").read_text())
+    params = {**config, "dataset": dataset.pk, "dataset_dir": str(dataset.folder / "dataset")}
+    del params["job_id"], params["devices"]
+    model = Job.objects.create(kind="train", name=name, owner=owner, status=Status.DONE, params=params, group=group,
+                               resources={"device": "cpu", "count": 1}, progress=1.0)
+    shutil.copytree(trained / "run", model.folder)
+    (model.folder / "config.json").write_text(json.dumps({**params, "job_id": model.pk, "devices": ["cpu0"]}))
     return model
 
 

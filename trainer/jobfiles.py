@@ -14,7 +14,8 @@ Django, so both sides use it.
     checkpoints/last.pt     the checkpoint a run resumes from
     checkpoints/best.pt     the best validation so far
     checkpoints/epoch-N.pt  a snapshot at epoch N (``snapshot_name``)
-    visuals/filters-S.png   the first layer's filters at step S
+    visuals/filters-S.png   the first layer's filters at step S, each scaled on its own
+    visuals/filters-S-together.png   the same, all scaled together
     profile.request         present while the web app asks for a profile
     profile/trace-S.json    a profile's trace, from step S
     export/model.pt         the trained model for download
@@ -98,8 +99,10 @@ def snapshots(job_dir: Path) -> list[str]:
     return files
 
 
-def filters_image(step: int) -> str:
-    return f"{VISUALS}/filters-{step}.png"
+def filters_image(step: int, together: bool = False) -> str:
+    """The first layer's filters at ``step``: each scaled to its own range,
+    or (``together``) all to the range of the whole layer."""
+    return f"{VISUALS}/filters-{step}{'-together' if together else ''}.png"
 
 
 def profile_trace(step: int) -> str:

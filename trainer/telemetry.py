@@ -132,14 +132,17 @@ def first_conv_weight(model: torch.nn.Module) -> torch.Tensor | None:
     return None
 
 
-def filters_image(weight: torch.Tensor, path: Path) -> None:
+def filters_image(weight: torch.Tensor, path: Path, together: bool = False) -> None:
     """The filters of a conv layer as one PNG grid, each filter scaled to its
-    own range; colour when they read three channels."""
+    own range (its pattern shows, however weak) or all to the layer's range
+    (``together``: which filters are strong shows); colour when they read
+    three channels."""
     filters = weight.detach().float().cpu()
     if filters.shape[1] != 3:
         filters = filters[:, :1]
-    low = filters.amin(dim=(1, 2, 3), keepdim=True)
-    high = filters.amax(dim=(1, 2, 3), keepdim=True)
+    dims = (0, 1, 2, 3) if together else (1, 2, 3)
+    low = filters.amin(dim=dims, keepdim=True)
+    high = filters.amax(dim=dims, keepdim=True)
     scaled = ((filters - low) / (high - low).clamp_min(1e-12) * 255).round().to(torch.uint8)
     count, channels, kh, kw = scaled.shape
     columns = math.ceil(math.sqrt(count))

@@ -503,12 +503,15 @@ class Run:
     def report_layers(self, epoch: float) -> None:
         layers = getattr(self, "layer_report", None) or telemetry.layer_statistics(self.model)
         self.layer_report = None
-        filters = None
+        filters = filters_together = None
         weight = telemetry.first_conv_weight(self.model)
         if weight is not None and self.place.is_main:
             filters = jobfiles.filters_image(self.progress.step)
+            filters_together = jobfiles.filters_image(self.progress.step, together=True)
             telemetry.filters_image(weight, self.job_dir / filters)
-        self.emit(eventkinds.LAYERS, {"step": self.progress.step, "epoch": epoch, "filters": filters, "layers": layers})
+            telemetry.filters_image(weight, self.job_dir / filters_together, together=True)
+        self.emit(eventkinds.LAYERS, {"step": self.progress.step, "epoch": epoch, "filters": filters,
+                                      "filters_together": filters_together, "layers": layers})
 
     def snapshot(self, epoch: float) -> None:
         p = self.progress

@@ -1,12 +1,15 @@
 """What a run reports about its hardware: peak FLOP/s per GPU model (for MFU)
-and readings that never fail the job."""
+and readings that never fail the job; and the pictures of its first layer."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import torch
+from PIL import Image
 
 from trainer import gpus
-from trainer.telemetry import Hardware, peak_for
+from trainer.telemetry import FILTER_PIXELS, Hardware, filters_image, peak_for
 
 
 @pytest.mark.parametrize(("name", "precision", "peak"), [
@@ -39,3 +42,19 @@ def test_a_gpu_nvml_cannot_read_is_reported_not_raised():
     hardware = Hardware([999]).read()
     assert hardware["rss_bytes"] > 0
     assert all("error" in gpu for gpu in hardware["gpus"])
+
+
+def test_the_first_layers_filters_are_drawn_each_scaled_on_its_own_or_all_together(tmp_path):
+    strong = torch.linspace(-1, 1, 9).view(3, 3)
+    weight = torch.stack([strong, strong / 100])[:, None]  # two 3×3 filters, one a hundred times weaker
+
+    def filter_pixels(together: bool) -> list[np.ndarray]:
+        filters_image(weight, tmp_path / "f.png", together=together)
+        pixels = np.asarray(Image.open(tmp_path / "f.png"))[::FILTER_PIXELS, ::FILTER_PIXELS]
+        return [pixels[1:4, 1:4], pixels[1:4, 5:8]]  # a white line around each filter
+
+    strong_own, weak_own = filter_pixels(together=False)
+    assert strong_own.min() == weak_own.min() == 0 and strong_own.max() == weak_own.max() == 255
+    strong_together, weak_together = filter_pixels(together=True)
+    assert strong_together.min() == 0 and strong_together.max() == 255
+    assert weak_together.min() >= 125 and weak_together.max() <= 130  # close to the middle grey

@@ -115,7 +115,7 @@ def test_lenet_learns_the_bars_and_reports_everything(tmp_path, bars):
     assert [s["file"] for s in snapshots] == [f"checkpoints/epoch-{e}.pt" for e in (1, 2, 3)]
     assert any(s["best"] for s in snapshots)
     layers = of_kind(folder, kinds.LAYERS)[-1]
-    assert (folder / layers["filters"]).stat().st_size > 0
+    assert (folder / layers["filters"]).stat().st_size > 0 and (folder / layers["filters_together"]).stat().st_size > 0
     assert {layer["name"] for layer in layers["layers"]} >= {"0", "3"} or len(layers["layers"]) == 4
     assert all(layer["grad_norm"] is not None for layer in layers["layers"])
     assert of_kind(folder, kinds.HARDWARE) or of_kind(folder, kinds.PERF)

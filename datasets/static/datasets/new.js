@@ -89,8 +89,12 @@ form.addEventListener("submit", (event) => {
     formError.hidden = false;
     return;
   }
-  const body = new FormData(form);
-  if (source.value !== "archive") body.delete("archive");
+  // The other fields go before the files, so the server checks them before
+  // it reads an upload (a mistake there costs no upload).
+  const entries = [...new FormData(form)].filter(([name]) => name !== "archive" || source.value === "archive");
+  const body = new FormData();
+  for (const [name, value] of entries.filter(([, v]) => !(v instanceof File))) body.append(name, value);
+  for (const [name, value] of entries.filter(([, v]) => v instanceof File)) body.append(name, value);
   const request = new XMLHttpRequest();
   const bar = document.getElementById("upload-progress");
   request.open("POST", form.action || location.href);

@@ -5,6 +5,19 @@ import { COLOURS, legendAbove, plot } from "../../js/charts.js";
 import { data, fileUrl, show } from "./page.js";
 
 const layerSelect = document.getElementById("layer-select");
+const filtersScale = document.getElementById("filters-scale");
+const filtersDialog = document.getElementById("filters-dialog");
+
+// The first layer's filters, each scaled to its own range (its pattern shows
+// however weak it is) or all to the layer's (which filters are strong shows);
+// runs from before the second picture have only the first.
+function showFilters() {
+  const d = data.layers;
+  if (!d?.filters) return;
+  document.getElementById("filters-scale-choice").hidden = !d.filters_together;
+  const file = filtersScale.value === "together" && d.filters_together ? d.filters_together : d.filters;
+  for (const id of ["filters-image", "filters-large"]) document.getElementById(id).src = fileUrl(file);
+}
 
 function histogram(node, hist, color) {
   const edges = hist?.edges || [], counts = hist?.counts || [];
@@ -30,7 +43,7 @@ export function showLayers() {
   const figure = document.getElementById("filters-figure");
   figure.hidden = !d.filters;
   figure.parentElement.classList.toggle("no-filters", !d.filters);
-  if (d.filters) document.getElementById("filters-image").src = fileUrl(d.filters);
+  showFilters();
   const layers = d.layers || [];
   const chosen = layerSelect.value;
   layerSelect.replaceChildren(...layers.map((l) => el("option", { value: l.name }, l.name)));
@@ -48,3 +61,6 @@ export function showLayers() {
 }
 
 layerSelect.addEventListener("change", showHistograms);
+filtersScale.addEventListener("change", showFilters);
+document.getElementById("filters-enlarge").addEventListener("click", () => filtersDialog.showModal());
+filtersDialog.addEventListener("click", (event) => { if (event.target === filtersDialog) filtersDialog.close(); });

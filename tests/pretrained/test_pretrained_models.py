@@ -80,8 +80,9 @@ def test_a_resnet18_state_dict_is_uploaded_checked_and_fine_tuned(alice, bob, wo
     form = signed_in(bob).get("/models/new/").content.decode()
     assert f"Pretrained model: resnet18 imagenet #{pretrained.pk} (resnet18, 1000 classes)" in form
 
-    # Anyone signed in may fine-tune from it: a grayscale 4-class dataset of 28×28 images.
-    dataset = dataset_job(bob)
+    # Anyone signed in may fine-tune from it: a grayscale 4-class dataset of 28×28 images, small, since
+    # ResNet-18 trains at the pretrained model's input size.
+    dataset = dataset_job(bob, train=16, val=4, test=4)
     response = fine_tune(signed_in(bob), dataset, pretrained)
     assert response.status_code == 201, response.content
     model = Job.objects.get(pk=response.json()["jobs"][0]["id"])

@@ -5,6 +5,10 @@ thread per device slot plus a little slack (threads only supervise job
 processes; the work itself runs in those processes).
 """
 
+import os
+import warnings
+
+from celery.exceptions import SecurityWarning
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
@@ -13,6 +17,8 @@ from jobs import worker
 from jobs.devices import gpus
 
 SLACK_THREADS = 2
+ROOT_NOTE = ("The worker runs as root, so jobs do too, with every right on this machine: run it as an "
+             "unprivileged user that owns DATA_DIR (the Docker image runs it as uid 1000).")
 
 
 class Command(BaseCommand):
@@ -26,6 +32,10 @@ class Command(BaseCommand):
         queues = ["gpu", "cpu"] if gpu_count else ["cpu"]
         threads = gpu_count + settings.CPU_SLOTS + SLACK_THREADS
         worker.connect()
+        if os.geteuid() == 0:
+            self.stderr.write(ROOT_NOTE)
+            # Celery's own twelve-line warning says the same, less usefully.
+            warnings.filterwarnings("ignore", category=SecurityWarning)
         app.worker_main([
             "worker", "--pool", "threads", "--concurrency", str(threads), "--queues", ",".join(queues),
             "--loglevel", loglevel, "--without-gossip", "--without-mingle",

@@ -4,6 +4,7 @@ from django.apps import AppConfig
 from django.conf import settings
 
 from jobs.kinds import Category, JobKind, python_module, register, register_category
+from trainer.jobfiles import CONFIG
 
 
 class DatasetsConfig(AppConfig):
@@ -20,7 +21,10 @@ class DatasetsConfig(AppConfig):
         register(JobKind("dataset", "Dataset", "datasets", python_module("trainer.dataset_build"),
                          page_template="datasets/section.html", page_context=page_context,
                          new_page="new-dataset", create_endpoint="api-datasets", dependents=models_using,
-                         public_params=public_params, settings=settings_table))
+                         public_params=public_params, settings=settings_table,
+                         # A failed build (a full disk, say) runs again from its
+                         # source, which it keeps (an upload is deleted only once built).
+                         resume_file=CONFIG))
         allow_large_bodies("new-dataset", "api-datasets")
         Path(settings.FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
         for root in settings.DATASET_ROOTS:

@@ -22,8 +22,8 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
+from trainer import diskspace, jobfiles
 from trainer import events as eventlog
-from trainer import jobfiles
 from trainer.gpus import CUDA_NUMBERING
 
 from . import eventseek, kinds, leases, permissions
@@ -158,9 +158,7 @@ def supervise(job: Job, process: subprocess.Popen) -> int:
     abort_sent = False
     while True:
         code = process.poll()
-        lines = log_tail.read_lines()
-        for start in range(0, len(lines), LOG_LINES_PER_EVENT):
-            eventlog.append(job.folder, "log", {"lines": lines[start:start + LOG_LINES_PER_EVENT]})
+        relay_log(job, log_tail.read_lines())
         for event in forwarder.forward():
             if event["kind"] == "progress":
                 job.progress = float(event["data"]["progress"])
@@ -176,6 +174,19 @@ def supervise(job: Job, process: subprocess.Popen) -> int:
                 process.send_signal(signal.SIGTERM)  # the supervisor ends the group
                 abort_sent = True
         time.sleep(RELAY_POLL_SECONDS)
+
+
+def relay_log(job: Job, lines: list[str]) -> None:
+    """The job's new log lines as ``log`` events. On a full disk they are
+    dropped (they are in ``log.txt`` as far as it could hold them): the
+    relay goes on, so the job is still watched and its end recorded."""
+    try:
+        for start in range(0, len(lines), LOG_LINES_PER_EVENT):
+            eventlog.append(job.folder, "log", {"lines": lines[start:start + LOG_LINES_PER_EVENT]})
+    except OSError as exc:
+        if not diskspace.is_full(exc):
+            raise
+        log.warning("job %s: %d log line(s) not recorded: the disk is full", job.pk, len(lines))
 
 
 def finish(job: Job, code: int) -> None:
@@ -221,9 +232,13 @@ def _signal_name(signum: int) -> str:
 
 
 def failure_message(job: Job, code: int) -> str:
-    """The job's own error event if it wrote one, else its exit code and last log lines."""
+    """The job's own error event if it wrote one; else, when the disk is all
+    but full, that (its error could not be written); else its exit code and
+    last log lines."""
     errors = [e for e in eventseek.tail(job.folder, FAILURE_EVENTS) if e["kind"] == "error"]
     if errors:
         return str(errors[-1]["data"]["message"])
+    if diskspace.is_nearly_full(job.folder):
+        return diskspace.full_message(job.folder)
     tail = tail_lines(job.folder / jobfiles.LOG, 10)
     return f"The job's process exited with code {code}." + ("\n" + "\n".join(tail) if tail else "")

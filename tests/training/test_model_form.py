@@ -159,6 +159,8 @@ def test_the_api_takes_the_params_own_shapes(alice, digits):
     ({"lr_policy": "step", "step_percent": 0}, "lr_policy", "Step size (% of training) must be more than 0"),
     ({"lr_policy": "multistep", "milestones_percent": "75, 50"}, "lr_policy", "increasing order"),
     ({"crop": 32}, "crop", "must fit in the dataset's 28×28 images"),
+    ({"snapshot_interval": 0.05}, "snapshot_interval",
+     "Snapshots are taken at most 10 times an epoch: the interval is at least 0.1 epochs."),
     ({"pretrained": {"job": 999, "file": "checkpoints/best.pt"}}, "network_source",
      "No finished or aborted model has saved a snapshot yet"),
 ])

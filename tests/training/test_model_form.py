@@ -219,7 +219,7 @@ def test_the_page_redirects_to_the_job_or_the_sweeps_group(alice, digits):
     job = Job.objects.get(name="one")
     assert response.status_code == 302 and response["Location"] == reverse("job", args=[job.pk])
     response = client.post("/models/new/", page_fields(name="two", dataset=digits.pk, lr="0.1,0.2"))
-    assert response.status_code == 302 and response["Location"] == reverse("group", args=["two sweep"])
+    assert response.status_code == 302 and response["Location"] == reverse("group", args=["alice", "two sweep"])
     response = client.post("/models/new/", page_fields(name="three", dataset=digits.pk, network_source="python",
                                                          python_text=LINEAR))
     assert response.status_code == 400

@@ -65,7 +65,9 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
         return
     try:
         if start(job, worker, devices):
-            finish(job, supervise(job, launch(job, devices)))
+            process = launch_or_fail(job, devices)
+            if process:
+                finish(job, supervise(job, process))
     finally:
         leases.release(worker.host, devices, job.pk)
 
@@ -138,6 +140,19 @@ def launch(job: Job, devices: list[str]) -> subprocess.Popen:
     with open(folder / jobfiles.LOG, "ab") as log_file:
         return subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 cwd=folder, env=env, start_new_session=True)
+
+
+def launch_or_fail(job: Job, devices: list[str]) -> subprocess.Popen | None:
+    """Launch the job, or fail it when the disk has no room for its folder
+    (it would otherwise stay running with nothing running it)."""
+    try:
+        return launch(job, devices)
+    except OSError as exc:
+        if not diskspace.is_full(exc):
+            raise
+        message = diskspace.full_message(settings.DATA_DIR)
+        job.transition(Status.FAILED, frm=[Status.RUNNING], message=message, error=message)
+        return None
 
 
 def job_environment() -> dict[str, str]:

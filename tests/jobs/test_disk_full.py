@@ -14,7 +14,7 @@ import pytest
 from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.datasetfiles import class_folders
-from tests.jobtools import events_of, wait_status
+from tests.jobtools import events_of, submit_sleep, wait_status
 from tests.processes import wait_for
 from tests.training.test_training_runs import dataset_job, submit_model
 from trainer import checkpoint, jobfiles
@@ -141,3 +141,9 @@ def test_an_event_that_finds_no_room_leaves_the_log_whole(small_disk):
     filler.unlink()
     eventlog.append(folder, "log", {"lines": ["after"]})
     assert [(e["seq"], e["data"]["lines"]) for e in eventlog.read_all(folder)] == [(1, ["before"]), (2, ["after"])]
+
+
+def test_a_job_started_on_a_full_disk_fails_saying_so(small_disk, alice, worker):
+    fill(small_disk, leave=0)
+    job = wait_status(submit_sleep(alice), Status.FAILED, timeout=30)
+    assert job.error.startswith(FULL_MESSAGE), job.error

@@ -4,6 +4,7 @@ from django.apps import AppConfig
 from django.conf import settings
 
 from jobs.kinds import Category, JobKind, python_module, register, register_category
+from trainer.jobfiles import CONFIG
 
 
 class DatasetsConfig(AppConfig):
@@ -21,7 +22,10 @@ class DatasetsConfig(AppConfig):
         register(JobKind("dataset", "Dataset", "datasets", python_module("trainer.dataset_build"),
                          page_template="datasets/section.html", page_context=views.page_context,
                          new_page="new-dataset", create_endpoint="api-datasets", dependents=models_using,
-                         public_params=public_params, settings=settings_table))
+                         public_params=public_params, settings=settings_table,
+                         # A failed build (a full disk, say) runs again from its
+                         # source, which it keeps (an upload is deleted only once built).
+                         resume_file=CONFIG))
         allow_large_bodies("new-dataset", "api-datasets")
         check_fields_first(views.early_refusal, "new-dataset")
         check_fields_first(api.early_refusal, "api-datasets")

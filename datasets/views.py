@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 
 from digitslike.api import error
 from digitslike.files import streamed_asynchronously
+from jobs import services as job_services
 from jobs.models import Job
 from trainer.datastore import png_bytes
 from trainer.imageio import ImageError, load_image, resize
@@ -100,7 +101,8 @@ def preview(request: HttpRequest) -> HttpResponse:
 def page_context(job: Job) -> dict[str, Any]:
     """What the job page shows of a dataset (``JobKind.page_context``)."""
     info = store.manifest(job)
-    context: dict[str, Any] = {"dataset": info, "models_using": store.models_using(job)}
+    context: dict[str, Any] = {"dataset": info, "models_using": store.models_using(job),
+                               "dataset_resumable": job_services.resumable(job)}
     if info:
         report = store.skipped(job)
         context.update({

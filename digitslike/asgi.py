@@ -1,13 +1,14 @@
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "digitslike.settings")
 
-django_application = get_asgi_application()
+django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does
 
 # Imported once the apps are loaded: the limit looks up sessions and tokens.
+from digitslike.asgihandler import DataDirASGIHandler  # noqa: E402
 from digitslike.bodylimit import BodyLimitMiddleware  # noqa: E402
 from digitslike.fieldsfirst import FieldsFirstMiddleware  # noqa: E402
 
-application = BodyLimitMiddleware(FieldsFirstMiddleware(django_application))
+application = BodyLimitMiddleware(FieldsFirstMiddleware(DataDirASGIHandler()))

@@ -156,6 +156,8 @@ EVAL_ROWS_QUERY = [{"name": name, "in": "query", "schema": schema, "description"
     ("outcome", {"enum": ["correct", "wrong", "unlabelled", "unreadable"]}, ""),
     ("rows", {"type": "string"}, "row numbers separated by commas (at most 500), in their order"),
     ("page", {"type": "integer", "default": 1}, ""), ("size", {"type": "integer", "default": 50, "maximum": 500}, ""))]
+GROUP_OWNER = {"name": "owner", "in": "path", "required": True, "schema": {"type": "string"},
+               "description": "the user whose group it is: each user's groups are their own"}
 EVAL_GROUP = {"name": "group", "in": "path", "required": True, "schema": {"type": "string"}}
 
 EVALUATION_PATHS: dict[str, Any] = {
@@ -176,8 +178,8 @@ EVALUATION_PATHS: dict[str, Any] = {
         "An evaluation's images with their top 5, filtered and paged",
         {"200": _json({"type": "object", "properties": {"total": {"type": "integer"}, "rows": {"type": "array"}}})},
         ("400", "401", "404"), parameters=EVAL_ROWS_QUERY)},
-    "/api/compare/{group}": {
-        "parameters": [EVAL_GROUP],
+    "/api/compare/{owner}/{group}": {
+        "parameters": [GROUP_OWNER, EVAL_GROUP],
         "get": _op("The evaluations Compare queued for a group, with their accuracies",
                    {"200": _json({"type": "object"})}),
         "post": _op("Evaluate every model of the group on the same split",
@@ -286,7 +288,8 @@ SCHEMA: dict[str, Any] = {
                 "started_at": {"type": ["string", "null"]}, "finished_at": {"type": ["string", "null"]},
                 "elapsed_seconds": {"type": ["number", "null"]}, "eta_seconds": {"type": ["number", "null"]},
                 "queue_position": {"type": ["integer", "null"]}, "url": {"type": "string"},
-                "group_url": {"type": ["string", "null"], "description": "the group page, for a job in a group"},
+                "group_url": {"type": ["string", "null"],
+                              "description": "the group page (the owner's group of that name), for a job in a group"},
                 "sparkline": {"type": "array", "items": {"type": "number"},
                               "description": "a training job's train loss, at most 60 values (min and max per bucket)"}}},
             "Job": {"allOf": [_ref("JobSummary"), {"type": "object", "properties": {
@@ -355,7 +358,7 @@ SCHEMA: dict[str, Any] = {
         "/api/jobs/{job_id}/profile": {"parameters": [JOB_ID], "post": _op(
             "Profile a few steps of a running training job (a `profile` event reports the result)",
             {"202": _json({"type": "object"}, "Requested")}, ("401", "403", "404", "409"))},
-        "/api/groups/{group}": {"parameters": [{"name": "group", "in": "path", "required": True, "schema": {"type": "string"}}],
+        "/api/groups/{owner}/{group}": {"parameters": [GROUP_OWNER, EVAL_GROUP],
                                 "get": _op("A group's jobs with their settings, best metrics and validation curves",
                                            {"200": _json({"type": "object"})}, ("400", "401", "404"),
                                            parameters=[{"name": "points", "in": "query",

@@ -81,12 +81,12 @@ def rows(request: HttpRequest, job_id: int) -> JsonResponse:
 
 
 @api("GET", "POST")
-def compare(request: HttpRequest, group: str) -> JsonResponse:
+def compare(request: HttpRequest, owner: str, group: str) -> JsonResponse:
     if request.method == "GET":
-        return JsonResponse({"group": group, "evaluations": services.compare_rows(group)})
+        return JsonResponse({"group": group, "owner": owner, "evaluations": services.compare_rows(owner, group)})
     form = _split_form(request)
     try:
-        queued, skipped = services.compare(request.user, group, form.cleaned_data["split"])
+        queued, skipped = services.compare(request.user, owner, group, form.cleaned_data["split"])
     except trained.Unusable as exc:
         raise BadRequest({"group": [str(exc)]}) from None
     return JsonResponse({"jobs": [serialize.job_summary(job) for job in queued], "skipped": skipped}, status=201)

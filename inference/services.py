@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import QuerySet
 from django.urls import reverse
 
 from datasets.folders import roots
@@ -56,12 +57,18 @@ def evaluate(owner: User, model: Job, split: str, snapshot: str = "") -> Job:
                   name=f"{model.name}: {trained.SPLITS[split]}")
 
 
-def compare(owner: User, group: str, split: str) -> tuple[list[Job], list[str]]:
-    """Evaluate every model of ``group`` that has a snapshot on ``split``;
-    the evaluations and, for each model left out, why."""
+def group_models(group_owner: str, group: str) -> QuerySet[Job]:
+    """The models of ``group_owner``'s group (groups are each user's own)."""
+    return Job.objects.filter(owner__username=group_owner, group=group, kind="train").order_by("created_at", "id")
+
+
+def compare(owner: User, group_owner: str, group: str, split: str) -> tuple[list[Job], list[str]]:
+    """Evaluate every model of ``group_owner``'s ``group`` that has a snapshot
+    on ``split``, as evaluations of ``owner``'s; the evaluations and, for
+    each model left out, why."""
     queued, skipped = [], []
     with transaction.atomic():
-        for model in Job.objects.filter(group=group, kind="train").order_by("created_at", "id"):
+        for model in group_models(group_owner, group):
             try:
                 queued.append(submit(owner, model, {"type": "split", "split": split},
                                      name=f"{model.name}: {trained.SPLITS[split]}", compare=group))
@@ -72,11 +79,13 @@ def compare(owner: User, group: str, split: str) -> tuple[list[Job], list[str]]:
     return queued, skipped
 
 
-def compare_rows(group: str) -> list[dict[str, Any]]:
-    """Per evaluation queued by a Compare of ``group``, newest first: the
-    model, the split, the status and, once done, the accuracies."""
+def compare_rows(group_owner: str, group: str) -> list[dict[str, Any]]:
+    """Per evaluation queued by a Compare of ``group_owner``'s ``group``,
+    newest first: the model, the split, the status and, once done, the
+    accuracies."""
     rows = []
-    for job in Job.objects.filter(kind=KIND, params__compare=group).order_by("-created_at", "-id"):
+    models = list(group_models(group_owner, group).values_list("pk", flat=True))
+    for job in Job.objects.filter(kind=KIND, params__compare=group, params__model__in=models).order_by("-created_at", "-id"):
         rows.append({"id": job.pk, "url": reverse("job", args=[job.pk]), "model": job.params.get("model"),
                      "name": job.name, "status": job.status,
                      "progress": job.progress, "split": job.params["source"].get("split"), **summary(job)})

@@ -6,7 +6,7 @@ urlpatterns = [
     path("evaluations/new/", views.new_evaluation, name="new-evaluation"),
     path("models/<int:model_id>/evaluate", views.evaluate, name="model-evaluate"),
     path("models/<int:model_id>/classify", classify_views.page, name="model-classify"),
-    path("compare/<path:group>", views.compare, name="group-compare"),
+    path("compare/<str:owner>/<path:group>", views.compare, name="group-compare"),
     path("evaluations/<int:job_id>/images/<int:index>.png", views.image, name="evaluation-image"),
     path("evaluations/<int:job_id>/download/<str:what>", views.download, name="evaluation-download"),
     path("models/<int:model_id>/export", export_views.export_model, name="model-export"),
@@ -19,7 +19,7 @@ api_urlpatterns = [
     path("evaluations", api.create, name="api-evaluations"),
     path("evaluations/<int:job_id>/report", api.report, name="api-evaluation-report"),
     path("evaluations/<int:job_id>/rows", api.rows, name="api-evaluation-rows"),
-    path("compare/<path:group>", api.compare, name="api-compare"),
+    path("compare/<str:owner>/<path:group>", api.compare, name="api-compare"),
     path("models/<int:model_id>/export", export_api.export, name="api-model-export"),
     path("exports/<int:job_id>/archive", export_api.archive, name="api-export-archive"),
 ]

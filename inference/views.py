@@ -62,18 +62,18 @@ def evaluate(request: HttpRequest, model_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def compare(request: HttpRequest, group: str) -> HttpResponse:
+def compare(request: HttpRequest, owner: str, group: str) -> HttpResponse:
     form = SplitForm(request.POST)
     split = form.cleaned_data["split"] if form.is_valid() else "val"
     try:
-        queued, skipped = services.compare(request.user, group, split)
+        queued, skipped = services.compare(request.user, owner, group, split)
     except trained.Unusable as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Evaluating {len(queued)} model(s) on the {trained.SPLITS[split]} split.")
         for reason in skipped:
             messages.warning(request, f"Left out {reason}")
-    return redirect(reverse("group", args=[group]) + "#compare")
+    return redirect(reverse("group", args=[owner, group]) + "#compare")
 
 
 @login_required

@@ -13,7 +13,8 @@ class JobFieldsForm(forms.Form):
     """The fields every job has."""
 
     name = forms.CharField(max_length=200)
-    group = forms.CharField(max_length=200, required=False, help_text="Jobs with the same group are listed together.")
+    group = forms.CharField(max_length=200, required=False,
+                            help_text="Your jobs with the same group are listed together (each user's groups are their own).")
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
 

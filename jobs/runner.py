@@ -22,8 +22,8 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
+from trainer import diskspace, jobfiles
 from trainer import events as eventlog
-from trainer import jobfiles
 from trainer.gpus import CUDA_NUMBERING
 
 from . import eventseek, kinds, leases, permissions
@@ -65,7 +65,9 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
         return
     try:
         if start(job, worker, devices):
-            finish(job, supervise(job, launch(job, devices)))
+            process = launch_or_fail(job, devices)
+            if process:
+                finish(job, supervise(job, process))
     finally:
         leases.release(worker.host, devices, job.pk)
 
@@ -140,6 +142,19 @@ def launch(job: Job, devices: list[str]) -> subprocess.Popen:
                                 cwd=folder, env=env, start_new_session=True)
 
 
+def launch_or_fail(job: Job, devices: list[str]) -> subprocess.Popen | None:
+    """Launch the job, or fail it when the disk has no room for its folder
+    (it would otherwise stay running with nothing running it)."""
+    try:
+        return launch(job, devices)
+    except OSError as exc:
+        if not diskspace.is_full(exc):
+            raise
+        message = diskspace.full_message(settings.DATA_DIR)
+        job.transition(Status.FAILED, frm=[Status.RUNNING], message=message, error=message)
+        return None
+
+
 def job_environment() -> dict[str, str]:
     """The worker's environment less anything that may hold a secret (the
     secret key, database and Redis addresses with their passwords, tokens):
@@ -158,9 +173,7 @@ def supervise(job: Job, process: subprocess.Popen) -> int:
     abort_sent = False
     while True:
         code = process.poll()
-        lines = log_tail.read_lines()
-        for start in range(0, len(lines), LOG_LINES_PER_EVENT):
-            eventlog.append(job.folder, "log", {"lines": lines[start:start + LOG_LINES_PER_EVENT]})
+        relay_log(job, log_tail.read_lines())
         for event in forwarder.forward():
             if event["kind"] == "progress":
                 job.progress = float(event["data"]["progress"])
@@ -176,6 +189,19 @@ def supervise(job: Job, process: subprocess.Popen) -> int:
                 process.send_signal(signal.SIGTERM)  # the supervisor ends the group
                 abort_sent = True
         time.sleep(RELAY_POLL_SECONDS)
+
+
+def relay_log(job: Job, lines: list[str]) -> None:
+    """The job's new log lines as ``log`` events. On a full disk they are
+    dropped (they are in ``log.txt`` as far as it could hold them): the
+    relay goes on, so the job is still watched and its end recorded."""
+    try:
+        for start in range(0, len(lines), LOG_LINES_PER_EVENT):
+            eventlog.append(job.folder, "log", {"lines": lines[start:start + LOG_LINES_PER_EVENT]})
+    except OSError as exc:
+        if not diskspace.is_full(exc):
+            raise
+        log.warning("job %s: %d log line(s) not recorded: the disk is full", job.pk, len(lines))
 
 
 def finish(job: Job, code: int) -> None:
@@ -221,9 +247,13 @@ def _signal_name(signum: int) -> str:
 
 
 def failure_message(job: Job, code: int) -> str:
-    """The job's own error event if it wrote one, else its exit code and last log lines."""
+    """The job's own error event if it wrote one; else, when the disk is all
+    but full, that (its error could not be written); else its exit code and
+    last log lines."""
     errors = [e for e in eventseek.tail(job.folder, FAILURE_EVENTS) if e["kind"] == "error"]
     if errors:
         return str(errors[-1]["data"]["message"])
+    if diskspace.is_nearly_full(job.folder):
+        return diskspace.full_message(job.folder)
     tail = tail_lines(job.folder / jobfiles.LOG, 10)
     return f"The job's process exited with code {code}." + ("\n" + "\n".join(tail) if tail else "")

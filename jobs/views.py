@@ -121,7 +121,7 @@ def clone(request: HttpRequest, job_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def resume(request: HttpRequest, job_id: int) -> HttpResponse:
-    return _act(request, job_id, services.resume, "Resumed: queued again, to carry on from its last checkpoint.")
+    return _act(request, job_id, services.resume, "Resumed: queued again, to carry on from what its last run left.")
 
 
 @login_required

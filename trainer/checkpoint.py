@@ -22,10 +22,22 @@ def unwrap(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def save(path: Path, state: dict[str, Any]) -> None:
+    """Write ``path`` whole or not at all: into a file beside it, renamed over
+    it once complete. A write that fails (a full disk) leaves the earlier
+    file as it was and removes its own partial one, giving the space back.
+    The file is opened here so that a full disk surfaces as Python's
+    ``OSError`` (the context of torch's own error), which
+    ``diskspace.is_full`` recognises; torch's writer would only say
+    "unexpected pos"."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    torch.save(state, partial)
-    os.replace(partial, path)
+    try:
+        with open(partial, "wb") as handle:
+            torch.save(state, handle)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def load(path: Path | str) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from . import events
+from . import diskspace, events
 from .archives import ArchiveError, Entry, Limits, MemberReader, list_members
 from .build_pool import MeanSums, decode, init_worker
 from .dataset_sources import SPLITS, ClassFiles, SourceError, archive_classes, folder_classes, inside
@@ -227,6 +227,8 @@ def _plan(config: dict[str, Any], partial: Path, roots: list[Path]) -> tuple[Pla
         if source["type"] == "folder":
             return plan_classes(folder_classes({s: Path(source[s]) for s in SPLITS if source.get(s)}), config), None
     except (ArchiveError, SourceError) as exc:
+        if diskspace.is_full(exc):  # the uncompressed copy found no room: not the archive's fault
+            raise
         raise BuildError(str(exc)) from None
     return plan_lists(source, config, roots), None
 
@@ -340,6 +342,15 @@ def remove_upload(config: dict[str, Any]) -> None:
         Path(source["path"]).unlink(missing_ok=True)
 
 
+def fail(job_dir: Path, partial: Path, message: str) -> int:
+    """Report the build's failure as its error, once the unfinished dataset
+    is gone (so a full disk has room for the message again)."""
+    shutil.rmtree(partial, ignore_errors=True)
+    events.append(job_dir, "error", {"message": message})
+    print(f"error: {message}", flush=True)
+    return 1
+
+
 def main(config_path: str) -> int:
     job_dir = Path(config_path).parent
     config = json.loads(Path(config_path).read_text())
@@ -354,9 +365,11 @@ def main(config_path: str) -> int:
     try:
         manifest = build(config, job_dir)
     except BuildError as exc:
-        events.append(job_dir, "error", {"message": str(exc)})
-        print(f"error: {exc}", flush=True)
-        return 1
+        return fail(job_dir, partial, str(exc))
+    except Exception as exc:
+        if not diskspace.is_full(exc):
+            raise
+        return fail(job_dir, partial, diskspace.full_message(job_dir))
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     remove_upload(config)

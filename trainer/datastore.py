@@ -56,7 +56,11 @@ class RawSplitWriter:
         self.image_bytes = int(np.prod(shape))
         with open(self.path, "wb") as handle:
             handle.write(header)
-            handle.truncate(self.header_length + capacity * self.image_bytes)
+            handle.flush()
+            # Allocated, not a sparse file: a disk without room for every image
+            # says so here (ENOSPC) instead of killing the pool's processes
+            # with SIGBUS when they write into the mapped slots.
+            os.posix_fallocate(handle.fileno(), 0, self.header_length + capacity * self.image_bytes)
         self.valid = np.zeros(capacity, dtype=bool)
         self.labels = np.zeros(capacity, dtype=np.int32)
 

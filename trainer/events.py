@@ -48,18 +48,30 @@ def finite(value: Any) -> Any:
 
 def append(job_dir: Path | str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
     """Append one event and return it, numbered. Non-finite numbers (a
-    diverged loss) are recorded as null."""
+    diverged loss) are recorded as null. A write that fails (a full disk)
+    raises and leaves the file as it was: a half-written line would break
+    every later read."""
     path = Path(job_dir) / FILENAME
-    with open(path, "a+b") as handle:
+    with open(path, "a+b", buffering=0) as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             event = {"seq": _last_seq(handle) + 1, "t": time.time(), "kind": kind, "data": finite(data)}
-            handle.seek(0, os.SEEK_END)
-            handle.write(json.dumps(event, separators=(",", ":")).encode() + b"\n")
-            handle.flush()
+            end = handle.seek(0, os.SEEK_END)
+            _write_whole(handle, json.dumps(event, separators=(",", ":")).encode() + b"\n", end)
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
     return event
+
+
+def _write_whole(handle: Any, line: bytes, end: int) -> None:
+    """Write ``line`` at the file's ``end``, or cut the file back to ``end``."""
+    try:
+        written = 0
+        while written < len(line):
+            written += handle.write(line[written:])
+    except OSError:
+        os.ftruncate(handle.fileno(), end)
+        raise
 
 
 class Reader:

@@ -52,7 +52,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from . import checkpoint, eventkinds, events, jobfiles, lr_policy, solvers, telemetry
+from . import checkpoint, diskspace, eventkinds, events, jobfiles, lr_policy, solvers, telemetry
 from .data import Augment, Batches, DatasetInfo, Normalizer, SplitData, load_split
 from .distributed import DeviceError, Placement, exit_process, setup
 from .networks import NetworkError, build, summary
@@ -563,9 +563,11 @@ class Run:
             "input": [self.channels, *self.input_size], "normalization": normalization})
 
 
-def _describe_failure(exc: BaseException, config: dict[str, Any]) -> str:
+def _describe_failure(exc: BaseException, config: dict[str, Any], job_dir: Path) -> str:
     if isinstance(exc, (TrainingError, NetworkError, DeviceError)):
         return str(exc)
+    if diskspace.is_full(exc):
+        return diskspace.full_message(job_dir)
     if isinstance(exc, torch.OutOfMemoryError):
         return (f"The GPU ran out of memory with a batch size of {config.get('batch_size')}: "
                 "try a smaller batch size (or mixed precision).")
@@ -579,13 +581,18 @@ def report_failure(job_dir: Path, message: str, own: bool, earlier: events.Reade
     others' collectives, and theirs ("connection closed by peer") would hide
     the cause. ``own``: a failure of this process alone, named with its rank;
     the others (a ``TrainingError``) every process meets alike, and the main
-    one reports."""
+    one reports. On a full disk either write may fail too: then the worker,
+    finding no error, tells the user of the disk itself."""
     rank, world_size = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     if world_size > 1 and own:
         message = f"Process {rank} of {world_size}: {message}"
-    print(message, file=sys.stderr, flush=True)
-    if (own or rank == 0) and not any(e["kind"] == eventkinds.ERROR for e in earlier.read()):
-        events.append(job_dir, eventkinds.ERROR, {"message": message})
+    try:
+        print(message, file=sys.stderr, flush=True)
+        if (own or rank == 0) and not any(e["kind"] == eventkinds.ERROR for e in earlier.read()):
+            events.append(job_dir, eventkinds.ERROR, {"message": message})
+    except OSError as exc:
+        if not diskspace.is_full(exc):
+            raise
 
 
 def main(config_path: str) -> int:
@@ -610,7 +617,7 @@ def main(config_path: str) -> int:
         runs[0].train()
     except Exception as exc:
         own = not isinstance(exc, (TrainingError, NetworkError))
-        report_failure(job_dir, _describe_failure(exc, config), own, this_run)
+        report_failure(job_dir, _describe_failure(exc, config, job_dir), own, this_run)
         return 1
     finally:
         if place is not None:

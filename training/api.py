@@ -47,9 +47,9 @@ def profile(request: HttpRequest, job_id: int) -> JsonResponse:
 
 
 @api("GET")
-def group(request: HttpRequest, group: str) -> JsonResponse:
+def group(request: HttpRequest, owner: str, group: str) -> JsonResponse:
     try:
         points = series.clamp_points(request.GET.get("points") or str(services.GROUP_POINTS))
     except ValueError as exc:
         raise BadRequest({"points": [str(exc)]}) from None
-    return JsonResponse(services.group_data(group, points))
+    return JsonResponse(services.group_data(owner, group, points))

@@ -28,6 +28,9 @@ from . import catalog, sweeps
 from .services import RUN_CODE, built_dataset, dataset_choices, dataset_classes, pretrained_models, previous_jobs
 
 SEED_LIMIT = 2**31 - 1
+# Each snapshot is a file as large as the model: ten an epoch at most, so
+# that one run cannot fill the disk (or spend its time) writing them.
+SNAPSHOT_INTERVAL_MIN = 0.1
 NO_DATASET_STEPS_PER_EPOCH = 100
 
 NETWORK_SOURCES = [("standard", "Standard network"), ("layers", "Custom layers"), ("python", "Python code"),
@@ -183,7 +186,9 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
     make a sweep (``sweeps``)."""
 
     val_interval = _float("Validation interval (epochs)", 1.0, minimum=0.01)
-    snapshot_interval = _float("Snapshot interval (epochs)", 1.0, minimum=0.01)
+    snapshot_interval = _float("Snapshot interval (epochs)", 1.0, minimum=SNAPSHOT_INTERVAL_MIN, error_messages={
+        "min_value": f"Snapshots are taken at most {round(1 / SNAPSHOT_INTERVAL_MIN)} times an epoch: "
+                     f"the interval is at least {SNAPSHOT_INTERVAL_MIN} epochs."})
     keep_snapshots = forms.IntegerField(required=False, min_value=0, initial=3, label="Keep the last N snapshots and the best",
                                         help_text="Older snapshots are deleted as training goes; 0 or blank keeps them all.")
     seed = forms.IntegerField(required=False, min_value=0, max_value=SEED_LIMIT, label="Random seed",

@@ -182,12 +182,14 @@ def _run_summary(run: series.Run, points: int) -> dict[str, Any]:
     }
 
 
-def group_data(group: str, points: int = GROUP_POINTS) -> dict[str, Any]:
-    """The jobs of one group, each training run with its settings, best
-    metrics and validation curves; Http404 for a group without jobs."""
-    jobs = list(Job.objects.filter(group=group).select_related("owner").order_by("created_at", "id"))
+def group_data(owner: str, group: str, points: int = GROUP_POINTS) -> dict[str, Any]:
+    """The jobs of ``owner``'s group (each user's groups are their own), each
+    training run with its settings, best metrics and validation curves;
+    Http404 for a group without jobs."""
+    jobs = list(Job.objects.filter(owner__username=owner, group=group).select_related("owner")
+                .order_by("created_at", "id"))
     if not jobs:
-        raise Http404("No job is in this group.")
+        raise Http404(f"{owner} has no job in the group “{group}”.")
     rows = []
     for job in jobs:
         row = serialize.job_summary(job)
@@ -203,8 +205,9 @@ def group_data(group: str, points: int = GROUP_POINTS) -> dict[str, Any]:
         rows.append(row)
     return {
         "group": group,
-        "url": reverse("group", args=[group]),
-        "api": reverse("api-group", args=[group]),
+        "owner": owner,
+        "url": reverse("group", args=[owner, group]),
+        "api": reverse("api-group", args=[owner, group]),
         "active": any(job.status in ACTIVE for job in jobs),
         "jobs": rows,
     }

@@ -11,7 +11,7 @@ urlpatterns = [
     path("models/visualize", views.visualize, name="model-visualize"),
     path("jobs/<int:job_id>/files/<path:relative>", views.job_file, name="job-file"),
     path("jobs/<int:job_id>/profile", views.profile, name="job-profile"),
-    path("groups/<path:group>/", views.group_page, name="group"),
+    path("groups/<str:owner>/<path:group>/", views.group_page, name="group"),
 ]
 
 api_urlpatterns = [
@@ -19,5 +19,5 @@ api_urlpatterns = [
     path("lr-preview", api.lr_preview, name="api-lr-preview"),
     path("jobs/<int:job_id>/metrics", api.metrics, name="api-job-metrics"),
     path("jobs/<int:job_id>/profile", api.profile, name="api-job-profile"),
-    path("groups/<path:group>", api.group, name="api-group"),
+    path("groups/<str:owner>/<path:group>", api.group, name="api-group"),
 ]

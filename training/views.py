@@ -61,7 +61,7 @@ def new_model(request: HttpRequest) -> HttpResponse:
             jobs = form.submit(request.user)
             if len(jobs) == 1:
                 return redirect("job", jobs[0].pk)
-            return redirect(reverse("group", args=[jobs[0].group]))
+            return redirect(reverse("group", args=[request.user.username, jobs[0].group]))
     else:
         initial = {key: request.GET[key] for key in ("dataset", "pretrained_model") if request.GET.get(key, "").isdigit()}
         if "pretrained_model" in initial:
@@ -208,5 +208,6 @@ def profile(request: HttpRequest, job_id: int) -> HttpResponse:
 # ---- the group page ------------------------------------------------------------------
 
 @login_required
-def group_page(request: HttpRequest, group: str) -> HttpResponse:
-    return render(request, "training/group.html", {"group": group, "data": services.group_data(group)})
+def group_page(request: HttpRequest, owner: str, group: str) -> HttpResponse:
+    return render(request, "training/group.html",
+                  {"owner": owner, "group": group, "data": services.group_data(owner, group)})

@@ -1,11 +1,13 @@
 """Large uploads stream to disk through the real ASGI server: a 200 MB archive
-is accepted without the web server's memory growing with it, and an upload
-over the limit is refused with a clear message."""
+is accepted without the web server's memory growing with it, in DATA_DIR
+rather than the system's temporary folder, and an upload over the limit is
+refused with a clear message."""
 
 from __future__ import annotations
 
 import os
 import tarfile
+import tempfile
 
 import httpx
 import pytest
@@ -14,6 +16,7 @@ from accounts.models import ApiToken
 from jobs.models import Job, Status
 from tests.datasetfiles import class_folders
 from tests.jobtools import wait_status
+from tests.processes import wait_for
 
 FIELDS = {"name": "big", "source": "archive", "width": "4", "height": "4", "val_percent": "0", "test_percent": "0",
           "image_type": "color", "resize_mode": "squash", "min_per_class": "1", "encoding": "none", "quality": "90",
@@ -66,3 +69,43 @@ def test_an_upload_over_the_limit_is_refused_with_a_message(alice, one_mb_limit,
     assert response.status_code == 413
     assert "larger than the limit of 1.0\xa0MB" in response.json()["error"]
     assert not Job.objects.exists()
+
+
+def open_files(pid: int) -> list[str]:
+    found = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            found.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except FileNotFoundError:
+            continue
+    return found
+
+
+def test_an_upload_is_spooled_to_the_data_folder_not_the_system_temp_folder(alice, worker, web, tmp_path, settings):
+    _, key = ApiToken.issue(alice, "upload")
+    archive = big_archive(tmp_path, 3).read_bytes()
+    boundary = "spool-test-boundary"
+    head = "".join(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'
+                   for name, value in FIELDS.items()).encode()
+    head += (f'--{boundary}\r\nContent-Disposition: form-data; name="archive"; filename="big.tar"\r\n'
+             "Content-Type: application/x-tar\r\n\r\n").encode()
+    tail = f"\r\n--{boundary}--\r\n".encode()
+    half = len(archive) // 2
+    spool = str(settings.DATA_DIR / "uploads")  # the web server's FILE_UPLOAD_TEMP_DIR
+    system = tempfile.gettempdir()
+    seen: list[str] = []
+
+    def body():
+        yield head + archive[:half]
+        # Over FILE_UPLOAD_MAX_MEMORY_SIZE by now: the body being received is in a file.
+        seen.extend(wait_for(lambda: [f for f in open_files(web.pid) if os.path.dirname(f) in (spool, system)],
+                             timeout=30, what="the web server to spool the body being received"))
+        yield archive[half:] + tail
+
+    response = httpx.post(f"{web.url}/api/datasets", content=body(), timeout=60, headers={
+        "Authorization": f"Token {key}", "Content-Type": f"multipart/form-data; boundary={boundary}",
+        "Content-Length": str(len(head) + len(archive) + len(tail))})
+    assert response.status_code == 201, response.text
+    assert all(os.path.dirname(f) == spool for f in seen), seen
+    job = wait_status(Job.objects.get(pk=response.json()["id"]), Status.DONE, Status.FAILED, timeout=60)
+    assert job.status == Status.DONE, job.error

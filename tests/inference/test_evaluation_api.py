@@ -119,7 +119,7 @@ def test_classify_many_refuses_bad_input_and_creates_nothing(alice, body, field,
 @pytest.mark.parametrize("body", ["not json", "[1, 2]", "null"])
 def test_a_body_that_is_not_a_json_object_is_a_400(alice, body):
     model = model_with_snapshot(alice)
-    for url in ("/api/evaluations", f"/api/models/{model.pk}/evaluate", "/api/compare/sweep"):
+    for url in ("/api/evaluations", f"/api/models/{model.pk}/evaluate", "/api/compare/alice/sweep"):
         assert refused(post(signed_in(alice), url, body), "body")
 
 
@@ -174,20 +174,24 @@ def test_compare_evaluates_every_model_of_the_group_and_says_which_it_left_out(a
     first = model_with_snapshot(alice)
     second = model_with_snapshot(alice)
     (second.folder / "checkpoints" / "epoch-1.pt").unlink()
-    response = post(signed_in(bob), "/api/compare/sweep", {"split": "val"})
+    model_with_snapshot(bob)  # bob's own group "sweep": another group
+    response = post(signed_in(bob), "/api/compare/alice/sweep", {"split": "val"})
     assert response.status_code == 201, response.content
     assert [job["name"] for job in response.json()["jobs"]] == ["lenet: validation"]
+    assert response.json()["jobs"][0]["owner"] == "bob"
+    assert Job.objects.get(pk=response.json()["jobs"][0]["id"]).params["model"] == first.pk
     assert "no snapshot" in response.json()["skipped"][0]
-    rows = signed_in(alice).get("/api/compare/sweep").json()["evaluations"]
+    rows = signed_in(alice).get("/api/compare/alice/sweep").json()["evaluations"]
     assert [(row["model"], row["split"], row["status"]) for row in rows] == [(first.pk, "val", "queued")]
-    assert "no model" in refused(post(signed_in(bob), "/api/compare/nothing-here", {}), "group")
+    assert signed_in(alice).get("/api/compare/bob/sweep").json()["evaluations"] == []
+    assert "no model" in refused(post(signed_in(bob), "/api/compare/alice/nothing-here", {}), "group")
 
 
 def test_the_model_page_offers_evaluate_and_the_group_page_compare(alice):
     model = model_with_snapshot(alice)
     client = signed_in(alice)
     assert b'id="evaluate"' in client.get(f"/jobs/{model.pk}/").content
-    assert b'id="compare-button"' in client.get("/groups/sweep/").content
+    assert b'id="compare-button"' in client.get("/groups/alice/sweep/").content
     response = client.post(f"/models/{model.pk}/evaluate", {"split": "val"})
     evaluation = Job.objects.get(kind="evaluation")
     assert response.status_code == 302 and response["Location"] == f"/jobs/{evaluation.pk}/"

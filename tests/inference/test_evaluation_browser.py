@@ -55,9 +55,9 @@ def test_clicking_a_confusion_matrix_cell_shows_its_images(page, worker):  # noq
     page.select_option("#filter-outcome", "wrong")
     expect(page.locator("#rows-table tbody tr")).to_have_count(1)
 
-    page.goto("/groups/sweep/")
+    page.goto("/groups/ada/sweep/")
     page.click("#compare-button")
-    page.wait_for_url("**/groups/sweep/#compare")
+    page.wait_for_url("**/groups/ada/sweep/#compare")
     expect(page.locator("#compare-table tbody tr")).to_have_count(1)
     expect(page.locator("#compare-table td.status")).to_have_text("Done", timeout=60_000)
     expect(page.locator("#compare-table td.top1")).to_contain_text("%")

@@ -105,11 +105,11 @@ def test_a_folder_with_class_subfolders_an_unreadable_file_and_an_unknown_folder
         ("vertical/001-vertical.png", "vertical", "correct"), ("vertical/notes.png", "vertical", "unreadable")]
     assert "cannot be used as an image" in rows[3]["error"] and rows[3]["image"] is None
 
-    compared = signed_in(alice).post("/api/compare/sweep", data=json.dumps({"split": "val"}),
+    compared = signed_in(alice).post("/api/compare/alice/sweep", data=json.dumps({"split": "val"}),
                                       content_type="application/json")
     assert compared.status_code == 201, compared.content
     wait_status(Job.objects.get(pk=compared.json()["jobs"][0]["id"]), Status.DONE, timeout=TIMEOUT)
-    compare_rows = signed_in(alice).get("/api/compare/sweep").json()["evaluations"]
+    compare_rows = signed_in(alice).get("/api/compare/alice/sweep").json()["evaluations"]
     assert [(row["model"], row["split"], row["status"], row["count"]) for row in compare_rows] == [(model.pk, "val", "done", 120)]
     assert compare_rows[0]["top1"] >= 0.9
 

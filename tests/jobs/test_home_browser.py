@@ -17,22 +17,26 @@ def test_the_home_page_filters_sorts_collapses_and_acts_on_a_selection(page):
     owner = User.objects.get(username="ada")
     for name, group in [("beta", "sweep"), ("alpha", "sweep"), ("gamma", "")]:
         services.submit(owner, "sleep", name, {"steps": 1}, {"device": "cpu", "count": 1}, group=group)
+    other = User.objects.create_user("bob", password="correct horse battery")
+    services.submit(other, "sleep", "delta", {"steps": 1}, {"device": "cpu", "count": 1}, group="sweep")
     page.goto("/?tab=checks")
     rows = page.locator("#jobs-table tr[data-job]")
-    expect(rows).to_have_count(3)
+    expect(rows).to_have_count(4)
 
     page.fill("#filter", "gam")
     expect(rows).to_have_count(1)
     page.fill("#filter", "")
+    ada_sweep = page.locator("tbody[data-group=sweep][data-owner=ada] tr[data-job] td:nth-child(2)")
     page.click("th[data-sort=name]")
-    expect(page.locator("tbody[data-group=sweep] tr[data-job] td:nth-child(2)")).to_have_text(["alpha", "beta"])
+    expect(ada_sweep).to_have_text(["alpha", "beta"])
     page.click("th[data-sort=name]")
-    expect(page.locator("tbody[data-group=sweep] tr[data-job] td:nth-child(2)")).to_have_text(["beta", "alpha"])
+    expect(ada_sweep).to_have_text(["beta", "alpha"])
+    expect(page.locator("tbody[data-group=sweep][data-owner=bob] tr[data-job] td:nth-child(2)")).to_have_text(["delta"])
 
-    page.click("text=sweep (2)")
-    expect(rows).to_have_count(1)
-    page.click("text=sweep (2)")
-    expect(rows).to_have_count(3)
+    page.click("text=sweep · ada (2)")
+    expect(rows).to_have_count(2)
+    page.click("text=sweep · ada (2)")
+    expect(rows).to_have_count(4)
 
     page.check("[aria-label='Select alpha']")
     page.check("[aria-label='Select gamma']")
@@ -45,5 +49,5 @@ def test_the_home_page_filters_sorts_collapses_and_acts_on_a_selection(page):
     page.check("[aria-label='Select alpha']")
     page.click("#delete-selected")
     expect(page.locator("#bulk-result")).to_have_text("Deleted 1 job(s).")
-    expect(rows).to_have_count(2)
-    assert set(Job.objects.values_list("name", flat=True)) == {"beta", "gamma"}
+    expect(rows).to_have_count(3)
+    assert set(Job.objects.values_list("name", flat=True)) == {"beta", "gamma", "delta"}

@@ -280,10 +280,10 @@ def test_a_profile_request_records_the_top_operators(tmp_path, bars):
     assert not (folder / jobfiles.PROFILE_REQUEST).exists()
 
 
-def test_running_out_of_gpu_memory_suggests_a_smaller_batch():
+def test_running_out_of_gpu_memory_suggests_a_smaller_batch(tmp_path):
     from trainer.train import _describe_failure
 
-    message = _describe_failure(torch.OutOfMemoryError("CUDA out of memory"), {"batch_size": 512})
+    message = _describe_failure(torch.OutOfMemoryError("CUDA out of memory"), {"batch_size": 512}, tmp_path)
     assert "batch size of 512" in message and "try a smaller batch size" in message
 
 

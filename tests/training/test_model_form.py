@@ -159,6 +159,8 @@ def test_the_api_takes_the_params_own_shapes(alice, digits):
     ({"lr_policy": "step", "step_percent": 0}, "lr_policy", "Step size (% of training) must be more than 0"),
     ({"lr_policy": "multistep", "milestones_percent": "75, 50"}, "lr_policy", "increasing order"),
     ({"crop": 32}, "crop", "must fit in the dataset's 28×28 images"),
+    ({"snapshot_interval": 0.05}, "snapshot_interval",
+     "Snapshots are taken at most 10 times an epoch: the interval is at least 0.1 epochs."),
     ({"pretrained": {"job": 999, "file": "checkpoints/best.pt"}}, "network_source",
      "No finished or aborted model has saved a snapshot yet"),
 ])
@@ -217,7 +219,7 @@ def test_the_page_redirects_to_the_job_or_the_sweeps_group(alice, digits):
     job = Job.objects.get(name="one")
     assert response.status_code == 302 and response["Location"] == reverse("job", args=[job.pk])
     response = client.post("/models/new/", page_fields(name="two", dataset=digits.pk, lr="0.1,0.2"))
-    assert response.status_code == 302 and response["Location"] == reverse("group", args=["two sweep"])
+    assert response.status_code == 302 and response["Location"] == reverse("group", args=["alice", "two sweep"])
     response = client.post("/models/new/", page_fields(name="three", dataset=digits.pk, network_source="python",
                                                          python_text=LINEAR))
     assert response.status_code == 400

@@ -255,7 +255,7 @@ def test_the_job_page_of_a_queued_training_job_renders_without_events(alice):
     job = train_job(alice, status=Status.QUEUED, group="sweep 1")
     page = signed_in(alice).get(f"/jobs/{job.pk}/")
     assert page.status_code == 200
-    assert 'href="/groups/sweep%201/"' in page.content.decode()
+    assert 'href="/groups/alice/sweep%201/"' in page.content.decode()
     data = embedded(page, "training-data")
     assert data["through"] == 0 and data["series"]["train_loss"] == [] and data["snapshots"] == []
 
@@ -271,8 +271,8 @@ def test_the_group_page_and_api_overlay_the_groups_runs(alice):
     train_job(alice, group="elsewhere", name="not in it")
     client = signed_in(alice)
 
-    body = client.get("/api/groups/lr sweep").json()
-    assert body["group"] == "lr sweep" and body["active"] is True
+    body = client.get("/api/groups/alice/lr sweep").json()
+    assert (body["group"], body["owner"], body["active"]) == ("lr sweep", "alice", True)
     names = [job["name"] for job in body["jobs"]]
     assert names == ["lr 0.01", "lr 0.1", "check"]
     fast = body["jobs"][1]
@@ -282,19 +282,36 @@ def test_the_group_page_and_api_overlay_the_groups_runs(alice):
     assert [p[0] for p in fast["curves"]["val_loss"]] == [50, 100, 150, 200]
     assert "curves" not in body["jobs"][2]
 
-    page = client.get("/groups/lr sweep/")
+    page = client.get("/groups/alice/lr sweep/")
     assert page.status_code == 200 and "training/group.js" in page.content.decode()
     assert embedded(page, "group-data")["jobs"][0]["name"] == "lr 0.01"
-    assert client.get("/groups/nobody/").status_code == 404
-    assert client.get("/api/groups/nobody").status_code == 404
-    assert Client().get("/api/groups/lr sweep").status_code == 401
+    assert client.get("/groups/alice/nobody/").status_code == 404
+    assert client.get("/api/groups/alice/nobody").status_code == 404
+    assert client.get("/api/groups/nobody/lr sweep").status_code == 404
+    assert Client().get("/api/groups/alice/lr sweep").status_code == 401
+
+
+def test_groups_are_each_owners_own(alice, bob):
+    train_job(alice, group="sweep", name="alice's run")
+    train_job(bob, group="sweep", name="bob's run")
+    outsider = signed_in(bob)
+
+    mine = outsider.get("/api/groups/bob/sweep").json()
+    assert [job["name"] for job in mine["jobs"]] == ["bob's run"]
+    theirs = outsider.get("/api/groups/alice/sweep").json()
+    assert [job["name"] for job in theirs["jobs"]] == ["alice's run"], "anyone may look, at the owner's group only"
+    page = outsider.get("/groups/alice/sweep/")
+    assert [job["name"] for job in embedded(page, "group-data")["jobs"]] == ["alice's run"]
+    assert "of alice" in page.content.decode()
+    urls = {job["name"]: job["group_url"] for job in outsider.get("/api/jobs").json()["jobs"]}
+    assert urls == {"alice's run": "/groups/alice/sweep/", "bob's run": "/groups/bob/sweep/"}
 
 
 def test_a_group_name_with_a_slash_has_its_page(alice):
     train_job(alice, group="cifar/resnet", status=Status.DONE)
     client = signed_in(alice)
-    assert client.get("/groups/cifar%2Fresnet/").status_code == 200
-    assert client.get("/api/groups/cifar/resnet").json()["active"] is False
+    assert client.get("/groups/alice/cifar%2Fresnet/").status_code == 200
+    assert client.get("/api/groups/alice/cifar/resnet").json()["active"] is False
 
 
 # ---- the home page ----------------------------------------------------------------------------------------
@@ -307,7 +324,7 @@ def test_home_summaries_carry_a_sparkline_of_the_train_loss(alice):
     jobs = {j["name"]: j for j in client.get("/api/jobs").json()["jobs"]}
     line = jobs["lenet"]["sparkline"]
     assert 2 <= len(line) <= 60 and line[0] == 2.0 and line[-1] <= line[0]
-    assert jobs["lenet"]["group_url"] == "/groups/g/"
+    assert jobs["lenet"]["group_url"] == "/groups/alice/g/"
     assert "sparkline" not in jobs["check"] and jobs["check"]["group_url"] is None
     home = client.get("/?tab=models")
     assert home.status_code == 200 and embedded(home, "tabs-data")[1]["jobs"][0]["sparkline"] == line
@@ -315,7 +332,8 @@ def test_home_summaries_carry_a_sparkline_of_the_train_loss(alice):
 
 def test_the_api_schema_describes_these_endpoints(alice):
     paths = signed_in(alice).get("/api/openapi.json").json()["paths"]
-    for path in ("/api/jobs/{job_id}/metrics", "/api/jobs/{job_id}/profile", "/api/jobs/{job_id}/resume", "/api/groups/{group}"):
+    for path in ("/api/jobs/{job_id}/metrics", "/api/jobs/{job_id}/profile", "/api/jobs/{job_id}/resume",
+                 "/api/groups/{owner}/{group}"):
         assert path in paths, path
 
 

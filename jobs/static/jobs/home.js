@@ -90,28 +90,32 @@ function render() {
   });
   const text = filter.value.trim().toLowerCase();
   const shown = [...jobs.values()].filter((j) => j.category === activeTab && matches(j, text)).sort(compare);
+  // Each user's groups are their own: two users' groups of one name are two
+  // groups, told apart by their page's URL (which names the owner).
   const groups = new Map();
   for (const job of shown) {
-    if (!groups.has(job.group)) groups.set(job.group, []);
-    groups.get(job.group).push(job);
+    const key = job.group_url || "";
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(job);
   }
+  const label = (key) => key ? `${groups.get(key)[0].group} · ${groups.get(key)[0].owner}` : "";
   table.querySelectorAll("tbody").forEach((b) => b.remove());
-  for (const name of [...groups.keys()].sort()) {
-    const body = el("tbody", { dataset: { group: name } });
-    if (name) {
-      const isCollapsed = collapsed.has(name);
+  for (const key of [...groups.keys()].sort((a, b) => label(a).localeCompare(label(b)))) {
+    const first = groups.get(key)[0];
+    const body = el("tbody", key ? { dataset: { group: first.group, owner: first.owner } } : {});
+    if (key) {
+      const isCollapsed = collapsed.has(key);
       const toggle = el("button", { class: "link group-toggle", "aria-expanded": !isCollapsed, onclick: () => {
-        collapsed.has(name) ? collapsed.delete(name) : collapsed.add(name);
+        collapsed.has(key) ? collapsed.delete(key) : collapsed.add(key);
         localStorage.setItem("collapsed-groups", JSON.stringify([...collapsed]));
         render();
-      } }, `${isCollapsed ? "▸" : "▾"} ${name} (${groups.get(name).length})`);
-      const groupUrl = groups.get(name)[0].group_url;
+      } }, `${isCollapsed ? "▸" : "▾"} ${label(key)} (${groups.get(key).length})`);
       const link = categories.find((tab) => tab.id === activeTab)?.group_link;
-      const curves = link && groupUrl ? el("a", { class: "group-link", href: groupUrl }, link) : "";
+      const curves = link ? el("a", { class: "group-link", href: key }, link) : "";
       body.append(el("tr", { class: "group" }, el("th", { colspan: 8 }, toggle, curves)));
       if (isCollapsed) { table.append(body); continue; }
     }
-    for (const job of groups.get(name)) body.append(row(job));
+    for (const job of groups.get(key)) body.append(row(job));
     table.append(body);
   }
   document.getElementById("empty").hidden = shown.length > 0;

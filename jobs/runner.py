@@ -26,7 +26,7 @@ from trainer import events as eventlog
 from trainer import jobfiles
 from trainer.gpus import CUDA_NUMBERING
 
-from . import eventseek, kinds, leases, permissions
+from . import eventseek, kinds, leases, permissions, placement
 from .bus import Forwarder
 from .logfile import LogTail, tail_lines
 from .models import Job, Status
@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 
 PROCGROUP = Path(__file__).with_name("procgroup.py")
 WAIT_POLL_SECONDS = 0.2
+# How often a job waiting for devices looks for a machine that could start it now.
+PASS_ON_CHECK_SECONDS = 1.0
 RELAY_POLL_SECONDS = 0.1
 ABORT_POLL_SECONDS = 0.5
 PROGRESS_WRITE_SECONDS = 1.0
@@ -50,6 +52,10 @@ SECRET_MARKERS = ("SECRET", "PASSWORD", "PASSWD", "TOKEN", "CREDENTIAL", "_KEY",
 def run_job(job_id: int, worker: WorkerInfo) -> None:
     job = Job.objects.filter(pk=job_id).first()
     if job is None:
+        return
+    if job.status == Status.QUEUED and (other := _better_worker(job, worker)) is not None:
+        log.info("job %s goes to worker %s, which can start it now", job.pk, other.host)
+        enqueue(job)
         return
     if not claim(job, worker):
         return  # a duplicated delivery, or aborted while queued
@@ -85,15 +91,23 @@ def start(job: Job, worker: WorkerInfo, devices: list[str]) -> bool:
 
 def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | None:
     """Block until the job's devices are leased; None if it left the queue
-    meanwhile (aborted) or can never run here (then it is failed)."""
+    meanwhile (aborted), went on to a worker on another machine that can
+    start it sooner, or can never run here nor elsewhere (then it is failed)."""
     candidates, count, problem = worker.candidates(job.resources)
-    if problem:
-        job.transition(Status.FAILED, frm=[Status.WAITING], message=problem, error=problem)
-        return None
+    last_pass_on_check = 0.0
     while True:
         job.refresh_from_db(fields=["status"])
         if job.status != Status.WAITING:
             return None
+        now = time.monotonic()
+        if problem or now - last_pass_on_check >= PASS_ON_CHECK_SECONDS:
+            last_pass_on_check = now
+            if (other := _better_worker(job, worker)) is not None:
+                pass_on(job, worker, other)
+                return None
+            if problem:
+                job.transition(Status.FAILED, frm=[Status.WAITING], message=problem, error=problem)
+                return None
         if not _older_job_waiting(job, worker):
             try:
                 taken = take_devices(job, worker, candidates, count)
@@ -105,17 +119,30 @@ def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | None:
         time.sleep(WAIT_POLL_SECONDS)
 
 
+def _better_worker(job: Job, worker: WorkerInfo) -> WorkerInfo | None:
+    """``placement.elsewhere``, or None while Redis cannot say which devices are leased."""
+    try:
+        return placement.elsewhere(job, worker)
+    except redis.RedisError as exc:
+        log.warning("cannot see other workers' devices for job %s: %s", job.pk, exc)
+        return None
+
+
+def pass_on(job: Job, worker: WorkerInfo, other: WorkerInfo) -> None:
+    """Give a job waiting here back to the queue for a worker on another
+    machine; the claim's attempt is given back with it."""
+    message = f"Passed on by worker {worker.host}: worker {other.host} can run it sooner"
+    if job.transition(Status.QUEUED, frm=[Status.WAITING], message=message, expect={"worker": worker.id},
+                      worker="", attempt=F("attempt") - 1):
+        enqueue(job)
+
+
 def take_devices(job: Job, worker: WorkerInfo, candidates: list[str], count: int) -> list[str] | None:
     """Lease ``count`` of the candidates, never one that a running job on
     this host holds by the database's record: Redis may have lost its lease
     (restarted without its data, or the lease expired under a late heartbeat)."""
-    busy = devices_in_use(worker.host)
+    busy = placement.devices_in_use(worker.host)
     return leases.acquire(worker.host, [d for d in candidates if d not in busy], count, job.pk)
-
-
-def devices_in_use(host: str) -> set[str]:
-    held = Job.objects.filter(status=Status.RUNNING, held__host=host).values_list("held", flat=True)
-    return {device for record in held for device in record.get("devices", [])}
 
 
 def _older_job_waiting(job: Job, worker: WorkerInfo) -> bool:

@@ -14,13 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 from . import leases
-from .models import Job, Status, Worker
+from .models import Job, JobNode, Status, Worker
 from .workerinfo import WorkerInfo
 
 
 def devices_in_use(host: str) -> set[str]:
-    """The devices on ``host`` that running jobs hold by the database's record."""
-    held = Job.objects.filter(status=Status.RUNNING, held__host=host).values_list("held", flat=True)
+    """The devices on ``host`` that running jobs, and running nodes of jobs
+    over several machines, hold by the database's record."""
+    held = [*Job.objects.filter(status=Status.RUNNING, held__host=host).values_list("held", flat=True),
+            *JobNode.objects.filter(status=Status.RUNNING, held__host=host).values_list("held", flat=True)]
     return {device for record in held for device in record.get("devices", [])}
 
 

@@ -26,7 +26,7 @@ from trainer import events as eventlog
 from trainer import jobfiles
 from trainer.gpus import CUDA_NUMBERING
 
-from . import eventseek, kinds, leases, permissions, placement
+from . import eventseek, kinds, leases, nodes, permissions, placement
 from .bus import Forwarder
 from .logfile import LogTail, tail_lines
 from .models import Job, Status
@@ -39,6 +39,8 @@ PROCGROUP = Path(__file__).with_name("procgroup.py")
 WAIT_POLL_SECONDS = 0.2
 # How often a job waiting for devices looks for a machine that could start it now.
 PASS_ON_CHECK_SECONDS = 1.0
+# How long node 0 of a failed job over several machines waits for another node to say why.
+NODE_REPORT_SECONDS = 3.0
 RELAY_POLL_SECONDS = 0.1
 ABORT_POLL_SECONDS = 0.5
 PROGRESS_WRITE_SECONDS = 1.0
@@ -71,9 +73,12 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
         return
     try:
         if start(job, worker, devices):
-            finish(job, supervise(job, launch(job, devices)))
+            process = launch(job, devices)
+            nodes.open_nodes(job)
+            finish(job, *supervise(job, process))
     finally:
         leases.release(worker.host, devices, job.pk)
+        nodes.close_nodes(job, job.attempt)
 
 
 def claim(job: Job, worker: WorkerInfo) -> bool:
@@ -86,7 +91,8 @@ def start(job: Job, worker: WorkerInfo, devices: list[str]) -> bool:
     """Mark the job running on the devices it leased, if it is still this worker's."""
     return job.transition(Status.RUNNING, frm=[Status.WAITING], expect={"worker": worker.id},
                           message=f"Running on {worker.host}: {', '.join(devices)}",
-                          held={"host": worker.host, "devices": devices}, started_at=timezone.now())
+                          held={"host": worker.host, "devices": devices, **nodes.placement(job)},
+                          started_at=timezone.now())
 
 
 def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | None:
@@ -152,17 +158,21 @@ def _older_job_waiting(job: Job, worker: WorkerInfo) -> bool:
     ).exists()
 
 
-def launch(job: Job, devices: list[str]) -> subprocess.Popen:
+def launch(job: Job, devices: list[str], rank: int = 0) -> subprocess.Popen:
+    """Start the kind's command for ``job.held``; node 0 (every job on one
+    machine) writes ``config.json``, which the other nodes of a job over
+    several machines then find in the shared job folder."""
     folder = job.folder
-    folder.mkdir(parents=True, exist_ok=True)
-    config = {**job.params, "job_id": job.pk, "devices": devices}
-    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    if rank == 0:
+        folder.mkdir(parents=True, exist_ok=True)
+        config = {**job.params, "job_id": job.pk, "devices": devices}
+        (folder / jobfiles.CONFIG).write_text(json.dumps(config, indent=2))
     env = {**job_environment(), "PYTHONPATH": str(settings.BASE_DIR), "PYTHONUNBUFFERED": "1"}
     env["CUDA_VISIBLE_DEVICES"] = ",".join(d.removeprefix("gpu") for d in devices if d.startswith("gpu"))
     env.update(CUDA_NUMBERING)  # so that CUDA's device N is the worker's gpuN
     command = kinds.get(job.kind).command(job)
     argv = [sys.executable, str(PROCGROUP), str(os.getpid()), str(settings.JOB_ABORT_GRACE_SECONDS), "--", *command]
-    with open(folder / jobfiles.LOG, "ab") as log_file:
+    with open(folder / jobfiles.node_log(rank), "ab") as log_file:
         return subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 cwd=folder, env=env, start_new_session=True)
 
@@ -175,9 +185,11 @@ def job_environment() -> dict[str, str]:
             if not any(marker in name.upper() for marker in SECRET_MARKERS)}
 
 
-def supervise(job: Job, process: subprocess.Popen) -> int:
+def supervise(job: Job, process: subprocess.Popen) -> tuple[int, str]:
     """Relay the job's log and events until its process group ends; pass on
-    an abort. Returns the exit code."""
+    an abort, and stop it when another of its nodes is in trouble. Returns
+    the exit code and that trouble ("" when none)."""
+    trouble = ""
     forwarder = Forwarder(job.pk, job.folder)
     log_tail = LogTail(job.folder / jobfiles.LOG)
     progress_written = job.progress
@@ -196,21 +208,25 @@ def supervise(job: Job, process: subprocess.Popen) -> int:
             Job.objects.filter(pk=job.pk).update(progress=job.progress)
             progress_written, last_progress_write = job.progress, now
         if code is not None:
-            return code
+            return code, trouble
         if not abort_sent and now - last_abort_check >= ABORT_POLL_SECONDS:
             last_abort_check = now
-            if Job.objects.filter(pk=job.pk, abort_requested=True).exists():
+            trouble = (nodes.trouble(job) if nodes.count(job) > 1 else None) or ""
+            if trouble or Job.objects.filter(pk=job.pk, abort_requested=True).exists():
                 process.send_signal(signal.SIGTERM)  # the supervisor ends the group
                 abort_sent = True
         time.sleep(RELAY_POLL_SECONDS)
 
 
-def finish(job: Job, code: int) -> None:
+def finish(job: Job, code: int, trouble: str = "") -> None:
     """Record how the job's process ended: ``code`` is the supervisor's exit
-    code, negative when a signal this app did not send killed the job."""
+    code, negative when a signal this app did not send killed the job;
+    ``trouble``, why it was stopped for another of its nodes."""
     job.refresh_from_db()
     if job.abort_requested:
         job.transition(Status.ABORTED, frm=[Status.RUNNING], message="Aborted")
+    elif code != 0 and (trouble := trouble or node_trouble(job)):
+        job.transition(Status.FAILED, frm=[Status.RUNNING], message=trouble, error=trouble)
     elif code == 0:
         job.transition(Status.DONE, frm=[Status.RUNNING], message="Finished")
     elif code < 0:
@@ -218,6 +234,20 @@ def finish(job: Job, code: int) -> None:
     else:
         message = failure_message(job, code)
         job.transition(Status.FAILED, frm=[Status.RUNNING], message=message, error=message)
+
+
+def node_trouble(job: Job) -> str:
+    """When node 0 of a job over several machines failed on its own, the
+    failure of another node that may have caused it: a node that fails takes
+    the others down with it, and its runner records why a moment later."""
+    if nodes.count(job) == 1:
+        return ""
+    deadline = time.monotonic() + NODE_REPORT_SECONDS
+    while time.monotonic() < deadline:
+        if trouble := nodes.trouble(job):
+            return trouble
+        time.sleep(WAIT_POLL_SECONDS)
+    return ""
 
 
 def killed(job: Job, signal_name: str) -> None:

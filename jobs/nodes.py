@@ -21,12 +21,13 @@ within ``NODE_RENDEZVOUS_SECONDS`` (``trouble``).
 from __future__ import annotations
 
 import socket
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
-from .models import PENDING, TERMINAL, Job, JobNode, Status
+from .models import PENDING, TERMINAL, Job, JobNode, Status, Worker
 from .queue import enqueue_node
 
 
@@ -55,7 +56,9 @@ def node_placement(job: Job, rank: int) -> dict[str, Any]:
 
 
 def open_nodes(job: Job) -> None:
-    """Offer the job's other nodes of this attempt to the workers."""
+    """Offer the job's other nodes of this attempt to the workers. The rows
+    of earlier runs go: a resumed job counts its attempts from 1 again."""
+    JobNode.objects.filter(job=job).delete()
     for rank in range(1, count(job)):
         enqueue_node(JobNode.objects.create(job=job, attempt=job.attempt, rank=rank))
 
@@ -82,13 +85,21 @@ def name(node: JobNode) -> str:
     return f"Node {node.rank + 1} of {node.job.resources['nodes']}" + (f" (on {host})" if host else "")
 
 
-def trouble(job: Job) -> str | None:
-    """Why the running job must stop for one of its other nodes; None while they are fine."""
-    running_seconds = (timezone.now() - job.started_at).total_seconds() if job.started_at else 0.0
+def trouble(job: Job, silent_seconds: float | None = None) -> str | None:
+    """Why the running job must stop for one of its other nodes; None while
+    they are fine. With ``silent_seconds``, a node whose worker has not beaten
+    for that long counts as lost before the reconciler says so."""
+    now = timezone.now()
+    running_seconds = (now - job.started_at).total_seconds() if job.started_at else 0.0
     nodes = list(JobNode.objects.filter(job=job, attempt=job.attempt).select_related("job"))
     for node in nodes:
         if node.status == Status.FAILED:
             return f"{name(node)} failed: {node.message}"
+    if silent_seconds is not None:
+        cutoff = now - timedelta(seconds=silent_seconds)
+        active = {node.worker: node for node in nodes if node.status in (Status.WAITING, Status.RUNNING)}
+        for worker in Worker.objects.filter(id__in=active, last_seen__lt=cutoff):
+            return f"{name(active[worker.id])} failed: worker {worker.hostname} stopped responding."
     late = [node for node in nodes if node.status in PENDING]
     if late and running_seconds > settings.NODE_RENDEZVOUS_SECONDS:
         which = ", ".join(str(node.rank + 1) for node in late)

@@ -39,8 +39,9 @@ PROCGROUP = Path(__file__).with_name("procgroup.py")
 WAIT_POLL_SECONDS = 0.2
 # How often a job waiting for devices looks for a machine that could start it now.
 PASS_ON_CHECK_SECONDS = 1.0
-# How long node 0 of a failed job over several machines waits for another node to say why.
-NODE_REPORT_SECONDS = 3.0
+# How long, in heartbeats, node 0 of a failed job over several machines
+# waits for another node to say why (a node's worker one heartbeat less silent counts as dead).
+NODE_REPORT_HEARTBEATS = 3
 RELAY_POLL_SECONDS = 0.1
 ABORT_POLL_SECONDS = 0.5
 PROGRESS_WRITE_SECONDS = 1.0
@@ -239,12 +240,15 @@ def finish(job: Job, code: int, trouble: str = "") -> None:
 def node_trouble(job: Job) -> str:
     """When node 0 of a job over several machines failed on its own, the
     failure of another node that may have caused it: a node that fails takes
-    the others down with it, and its runner records why a moment later."""
+    the others down with it, and its runner records why a moment later; a
+    node whose worker died takes them down before the reconciler notices,
+    so a worker silent for a few heartbeats counts as dead here."""
     if nodes.count(job) == 1:
         return ""
-    deadline = time.monotonic() + NODE_REPORT_SECONDS
+    heartbeat = settings.WORKER_HEARTBEAT_SECONDS
+    deadline = time.monotonic() + NODE_REPORT_HEARTBEATS * heartbeat
     while time.monotonic() < deadline:
-        if trouble := nodes.trouble(job):
+        if trouble := nodes.trouble(job, silent_seconds=(NODE_REPORT_HEARTBEATS - 1) * heartbeat):
             return trouble
         time.sleep(WAIT_POLL_SECONDS)
     return ""

@@ -37,12 +37,33 @@ def other_node(job: Job) -> JobNode:
     return JobNode.objects.get(job=job, rank=1)
 
 
+def launchers(job: Job) -> list[int]:
+    """The job's torchrun processes, one per node, on whichever worker."""
+    return pids_running(job.folder, "torch.distributed.run")
+
+
 def no_trainer_left(job: Job) -> bool:
-    return not pids_running(job.folder, "torch.distributed.run") and not pids_running(job.folder, "trainer.train")
+    return not launchers(job) and not pids_running(job.folder, "trainer.train")
 
 
 def val_losses(job: Job) -> list[float]:
     return [e["data"]["loss"] for e in events_of(job, "val")]
+
+
+def test_the_api_takes_nodes_within_range_and_the_preview_counts_every_nodes_processes(alice):
+    client = signed_in(alice)
+    data = dataset_job(alice)
+    for nodes, problem in [(0, "greater than or equal to 1"), (65, "less than or equal to 64"), ("two", "whole number")]:
+        response = client.post("/api/models", data=json.dumps({"name": "m", "dataset": data.pk, "nodes": nodes}),
+                               content_type="application/json")
+        assert response.status_code == 400 and problem in response.json()["errors"]["nodes"][0]["message"]
+    assert not Job.objects.filter(kind="train").exists()
+    one_node = create(client, name="one node", dataset=data.pk, nodes=1)
+    assert one_node.resources == {"device": "cpu", "count": 1}
+    body = {"lr": "0.1", "epochs": "2", "batch_size": "8", "dataset": str(data.pk), "device": "gpu", "gpu_count": 2,
+            "nodes": 3, "scale_lr": True}
+    answer = client.post("/api/lr-preview", json.dumps(body), content_type="application/json").json()
+    assert answer["world_size"] == 6 and answer["effective_lr"] == pytest.approx(0.6)
 
 
 def test_a_model_over_two_nodes_trains_as_one_process_does(alice, worker_factory):
@@ -75,6 +96,13 @@ def test_aborting_a_model_over_two_nodes_ends_both(alice, worker_factory):
     job = create(signed_in(alice), name="aborted", dataset=dataset_job(alice).pk, batch_size=8, nodes=2,
                  **{**COMMON, "epochs": 200})
     wait_for(lambda: past_epoch(job, 0.2), timeout=120, what="both nodes to train")
+    assert len(launchers(job)) == 2
+    client = signed_in(alice)
+    holders = {(w["hostname"], d["id"]): d["job"]["id"]
+               for w in client.get("/api/resources").json()["workers"] for d in w["devices"] if d["job"]}
+    assert holders == {("alpha", "cpu0"): job.pk, ("beta", "cpu0"): job.pk}
+    (node,) = client.get(f"/api/jobs/{job.pk}").json()["nodes"]
+    assert (node["rank"], node["status"], node["devices"]) == (1, "running", ["cpu0"])
     services.abort(job, alice)
     job = wait_status(job, Status.ABORTED)
     wait_for(lambda: other_node(job).status == Status.ABORTED, what="the other node to stop")
@@ -82,15 +110,18 @@ def test_aborting_a_model_over_two_nodes_ends_both(alice, worker_factory):
 
 
 def test_a_node_whose_worker_dies_fails_the_job_and_ends_the_other_node(alice, worker_factory):
-    workers = two_hosts(worker_factory, JOB_MAX_ATTEMPTS="1")
+    # The reconciler notices the dead worker late; node 0, which fails as
+    # soon as its peer is gone, names the node by its silent heartbeat.
+    workers = two_hosts(worker_factory, WORKER_DEAD_AFTER_SECONDS="10")
     job = create(signed_in(alice), name="orphaned", dataset=dataset_job(alice).pk, batch_size=8, nodes=2,
                  **{**COMMON, "epochs": 200})
     wait_for(lambda: past_epoch(job, 0.2), timeout=120, what="both nodes to train")
+    assert len(launchers(job)) == 2
     host = other_node(job).held["host"]
     workers[host].process.send_signal(signal.SIGKILL)
 
     job = wait_status(job, Status.FAILED, timeout=60)
-    assert job.error.startswith(f"Node 2 of 2 (on {host}) failed:"), job.error
+    assert job.error == f"Node 2 of 2 (on {host}) failed: worker {host} stopped responding."
     wait_for(lambda: no_trainer_left(job), what="every process of both nodes to end")
 
 

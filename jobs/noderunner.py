@@ -77,10 +77,10 @@ def run(node: JobNode, worker: WorkerInfo, devices: list[str]) -> None:
         return
     job.held = held  # the kind's command reads this node's place, not node 0's
     code, stopped = supervise(node, launch(job, devices, node.rank))
-    if stopped:
-        node.move(Status.ABORTED, [Status.RUNNING], message="Stopped with its job.")
-    elif code == 0:
+    if code == 0:  # also when the job ended done a moment before its last node exited
         node.move(Status.DONE, [Status.RUNNING])
+    elif stopped:
+        node.move(Status.ABORTED, [Status.RUNNING], message="Stopped with its job.")
     else:
         node.move(Status.FAILED, [Status.RUNNING], message=failure_message(job, node.rank, code))
 

@@ -132,6 +132,6 @@ def test_a_node_no_worker_takes_fails_the_job_after_the_rendezvous_timeout(alice
     job = wait_status(job, Status.FAILED, timeout=60)
     assert job.error == ("Node(s) 2 of 2 did not start within 5 s: each node needs a worker of its own, "
                          "on another machine, with the devices free.")
-    assert other_node(job).status == Status.ABORTED
+    wait_for(lambda: other_node(job).status == Status.ABORTED, what="the node no worker took to be closed")
     assert not events_of(job, "train")
     wait_for(lambda: no_trainer_left(job), what="node 0's processes to end")

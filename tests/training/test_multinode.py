@@ -103,6 +103,8 @@ def test_aborting_a_model_over_two_nodes_ends_both(alice, worker_factory):
     assert holders == {("alpha", "cpu0"): job.pk, ("beta", "cpu0"): job.pk}
     (node,) = client.get(f"/api/jobs/{job.pk}").json()["nodes"]
     assert (node["rank"], node["status"], node["devices"]) == (1, "running", ["cpu0"])
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "1 CPU on each of 2 nodes" in page and f"<dt>Node 2</dt><dd>running: cpu0 on {node['host']}</dd>" in page
     services.abort(job, alice)
     job = wait_status(job, Status.ABORTED)
     wait_for(lambda: other_node(job).status == Status.ABORTED, what="the other node to stop")

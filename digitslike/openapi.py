@@ -294,7 +294,14 @@ SCHEMA: dict[str, Any] = {
                               "description": "a training job's train loss, at most 60 values (min and max per bucket)"}}},
             "Job": {"allOf": [_ref("JobSummary"), {"type": "object", "properties": {
                 "notes": {"type": "string"}, "params": {"type": "object"}, "resources": {"type": "object"},
-                "held": {"type": "object"}, "worker": {"type": "string"}, "attempt": {"type": "integer"},
+                "held": {"type": "object", "description": "the devices it holds: host, devices, and for a job over "
+                         "several machines, nodes (count, rank, and the rendezvous address, port and timeout)"},
+                "nodes": {"type": "array", "description": "a job over several machines: its other nodes in the "
+                          "latest attempt", "items": {"type": "object", "properties": {
+                              "rank": {"type": "integer"}, "status": {"type": "string"}, "host": {"type": "string"},
+                              "devices": {"type": "array", "items": {"type": "string"}},
+                              "message": {"type": "string"}}}},
+                "worker": {"type": "string"}, "attempt": {"type": "integer"},
                 "abort_requested": {"type": "boolean"}, "error": {"type": "string"},
                 "resumable": {"type": "boolean", "description": "an aborted or failed training job with a checkpoint"},
                 "history": {"type": "array", "items": {"type": "object", "properties": {

@@ -2,6 +2,7 @@
 from an environment variable, read through the typed helpers in ``env``."""
 
 import secrets
+import socket
 from pathlib import Path
 
 from csp.constants import NONE, SELF, UNSAFE_INLINE
@@ -245,6 +246,11 @@ WORKER_DEAD_AFTER_SECONDS = env_float("WORKER_DEAD_AFTER_SECONDS", 15.0)
 JOB_KINDS_MODULES = env_list("JOB_KINDS_MODULES", [])
 # Device slots a worker without GPUs offers for CPU jobs.
 CPU_SLOTS = env_int("CPU_SLOTS", 1, minimum=1)
+# A job over several machines: the address the other machines reach this one
+# at, when it runs the job's first node (the rendezvous), and how long the
+# nodes have to all start before the job fails.
+NODE_ADDRESS = env_str("NODE_ADDRESS", socket.getfqdn())
+NODE_RENDEZVOUS_SECONDS = env_int("NODE_RENDEZVOUS_SECONDS", 300, minimum=5)
 
 # Per user: jobs queued or running at once (0: no limit; at least a full
 # sweep), and the bytes their job folders may hold (0: no limit).

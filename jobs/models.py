@@ -178,6 +178,32 @@ class Job(models.Model):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+class JobNode(models.Model):
+    """One of the other nodes of a job run over several machines (``jobs.nodes``):
+    node 0 is the job itself, run by the worker that claimed it; nodes 1 to
+    N-1 of each attempt are rows here, each claimed by a conditional UPDATE by
+    a worker that runs no other part of the job. Statuses as a job's:
+    queued, waiting (claimed, leasing devices), running, then done, failed
+    or aborted."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="nodes")
+    attempt = models.PositiveIntegerField()
+    rank = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    worker = models.CharField(max_length=64, blank=True)
+    # What the node holds while it runs: {"host": ..., "devices": [...], "nodes": {...}}, as Job.held.
+    held = models.JSONField(default=dict, blank=True)
+    message = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["job", "attempt", "rank"]
+        constraints = [models.UniqueConstraint(fields=["job", "attempt", "rank"], name="one_row_per_node")]
+
+    def move(self, to: str, frm: tuple[str, ...] | list[str], **fields: Any) -> bool:
+        """Move to ``to`` if still in one of ``frm``: True for one caller only."""
+        return bool(JobNode.objects.filter(pk=self.pk, status__in=list(frm)).update(status=to, **fields))
+
+
 class JobTransition(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="transitions")
     status = models.CharField(max_length=10, choices=Status.choices)

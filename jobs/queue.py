@@ -10,12 +10,14 @@ from django.conf import settings
 from digitslike.celery import app
 
 from .bus import client
-from .models import Job
+from .models import Job, JobNode
 
 QUEUES = ("cpu", "gpu")
 # The task that runs a job (``tasks.run``), sent by name so that the runner,
 # which requeues jobs, can import this module.
 RUN_TASK = "jobs.run"
+# The task that runs one of the other nodes of a job over several machines (``tasks.run_node``).
+RUN_NODE_TASK = "jobs.run_node"
 
 
 def queue_for(job: Job) -> str:
@@ -27,11 +29,19 @@ def enqueue(job: Job) -> None:
     app.send_task(RUN_TASK, args=[job.pk], queue=queue_for(job))
 
 
+def enqueue_node(node: JobNode) -> None:
+    """Offer a node of a job over several machines to the workers: its job, attempt and rank."""
+    app.send_task(RUN_NODE_TASK, args=[node.job_id, node.attempt, node.rank], queue=queue_for(node.job))
+
+
 def _job_id(message: str) -> int | None:
+    """The job a message runs; None for another message (a node's, say)."""
     try:
         envelope = json.loads(message)
         if isinstance(envelope, list):  # unacked entries are [message, exchange, routing key]
             envelope = envelope[0]
+        if envelope["headers"]["task"] != RUN_TASK:
+            return None
         args = json.loads(base64.b64decode(envelope["body"]))[0]
         return int(args[0])
     except (ValueError, KeyError, IndexError, TypeError):

@@ -12,7 +12,7 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
-from .models import Job, Status, Worker
+from .models import Job, JobNode, Status, Worker
 from .queue import enqueue, job_ids_in_broker
 
 log = logging.getLogger(__name__)
@@ -25,6 +25,8 @@ def reconcile() -> None:
     alive = set(Worker.alive().values_list("id", flat=True))
     for job in Job.objects.filter(status__in=[Status.WAITING, Status.RUNNING]).exclude(worker__in=alive):
         recover(job)
+    for node in JobNode.objects.filter(status__in=[Status.WAITING, Status.RUNNING]).exclude(worker__in=alive):
+        lost_node(node)
     try:
         requeue_forgotten()
     except redis.RedisError as exc:
@@ -47,6 +49,14 @@ def recover(job: Job) -> None:
         message = (f"{who} stopped responding during attempt {job.attempt}; "
                    f"giving up after {settings.JOB_MAX_ATTEMPTS} attempts.")
         job.transition(Status.FAILED, frm, message, expect=expect, error=message)
+
+
+def lost_node(node: JobNode) -> None:
+    """A node's worker stopped: the node has failed, which stops its job
+    (node 0's runner sees it) and with it every other node."""
+    lost = Worker.objects.filter(id=node.worker).first()
+    who = f"worker {lost.hostname}" if lost else "its worker"
+    node.move(Status.FAILED, [node.status], message=f"{who} stopped responding.")
 
 
 def requeue_forgotten() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from django.urls import reverse
 
 from . import leases
-from .models import PENDING, Job, Status, Worker
+from .models import PENDING, Job, JobNode, Status, Worker
 
 
 def _machines() -> dict[str, list[dict[str, Any]]]:
@@ -22,10 +22,15 @@ def _machines() -> dict[str, list[dict[str, Any]]]:
 
 
 def _holders() -> dict[tuple[str, str], Job]:
+    """The job holding each (host, device), whether by itself or by one of
+    its other nodes when it runs over several machines."""
     holders = {}
-    for job in Job.objects.filter(status=Status.RUNNING).select_related("owner"):
-        for device in job.held.get("devices", []):
-            holders[(job.held.get("host", ""), device)] = job
+    running = [(job, job.held) for job in Job.objects.filter(status=Status.RUNNING).select_related("owner")]
+    running += [(node.job, node.held) for node in
+                JobNode.objects.filter(status=Status.RUNNING).select_related("job__owner")]
+    for job, held in running:
+        for device in held.get("devices", []):
+            holders[(held.get("host", ""), device)] = job
     return holders
 
 

@@ -26,7 +26,7 @@ from trainer import diskspace, jobfiles
 from trainer import events as eventlog
 from trainer.gpus import CUDA_NUMBERING
 
-from . import eventseek, kinds, leases, permissions
+from . import eventseek, kinds, leases, nodes, permissions, placement
 from .bus import Forwarder
 from .logfile import LogTail, tail_lines
 from .models import Job, Status
@@ -37,6 +37,11 @@ log = logging.getLogger(__name__)
 
 PROCGROUP = Path(__file__).with_name("procgroup.py")
 WAIT_POLL_SECONDS = 0.2
+# How often a job waiting for devices looks for a machine that could start it now.
+PASS_ON_CHECK_SECONDS = 1.0
+# How long, in heartbeats, node 0 of a failed job over several machines
+# waits for another node to say why (a node's worker one heartbeat less silent counts as dead).
+NODE_REPORT_HEARTBEATS = 3
 RELAY_POLL_SECONDS = 0.1
 ABORT_POLL_SECONDS = 0.5
 PROGRESS_WRITE_SECONDS = 1.0
@@ -50,6 +55,10 @@ SECRET_MARKERS = ("SECRET", "PASSWORD", "PASSWD", "TOKEN", "CREDENTIAL", "_KEY",
 def run_job(job_id: int, worker: WorkerInfo) -> None:
     job = Job.objects.filter(pk=job_id).first()
     if job is None:
+        return
+    if job.status == Status.QUEUED and (other := _better_worker(job, worker)) is not None:
+        log.info("job %s goes to worker %s, which can start it now", job.pk, other.host)
+        enqueue(job)
         return
     if not claim(job, worker):
         return  # a duplicated delivery, or aborted while queued
@@ -67,9 +76,11 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
         if start(job, worker, devices):
             process = launch_or_fail(job, devices)
             if process:
-                finish(job, supervise(job, process))
+                nodes.open_nodes(job)
+                finish(job, *supervise(job, process))
     finally:
         leases.release(worker.host, devices, job.pk)
+        nodes.close_nodes(job, job.attempt)
 
 
 def claim(job: Job, worker: WorkerInfo) -> bool:
@@ -82,20 +93,29 @@ def start(job: Job, worker: WorkerInfo, devices: list[str]) -> bool:
     """Mark the job running on the devices it leased, if it is still this worker's."""
     return job.transition(Status.RUNNING, frm=[Status.WAITING], expect={"worker": worker.id},
                           message=f"Running on {worker.host}: {', '.join(devices)}",
-                          held={"host": worker.host, "devices": devices}, started_at=timezone.now())
+                          held={"host": worker.host, "devices": devices, **nodes.placement(job)},
+                          started_at=timezone.now())
 
 
 def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | None:
     """Block until the job's devices are leased; None if it left the queue
-    meanwhile (aborted) or can never run here (then it is failed)."""
+    meanwhile (aborted), went on to a worker on another machine that can
+    start it sooner, or can never run here nor elsewhere (then it is failed)."""
     candidates, count, problem = worker.candidates(job.resources)
-    if problem:
-        job.transition(Status.FAILED, frm=[Status.WAITING], message=problem, error=problem)
-        return None
+    last_pass_on_check = 0.0
     while True:
         job.refresh_from_db(fields=["status"])
         if job.status != Status.WAITING:
             return None
+        now = time.monotonic()
+        if problem or now - last_pass_on_check >= PASS_ON_CHECK_SECONDS:
+            last_pass_on_check = now
+            if (other := _better_worker(job, worker)) is not None:
+                pass_on(job, worker, other)
+                return None
+            if problem:
+                job.transition(Status.FAILED, frm=[Status.WAITING], message=problem, error=problem)
+                return None
         if not _older_job_waiting(job, worker):
             try:
                 taken = take_devices(job, worker, candidates, count)
@@ -107,17 +127,30 @@ def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | None:
         time.sleep(WAIT_POLL_SECONDS)
 
 
+def _better_worker(job: Job, worker: WorkerInfo) -> WorkerInfo | None:
+    """``placement.elsewhere``, or None while Redis cannot say which devices are leased."""
+    try:
+        return placement.elsewhere(job, worker)
+    except redis.RedisError as exc:
+        log.warning("cannot see other workers' devices for job %s: %s", job.pk, exc)
+        return None
+
+
+def pass_on(job: Job, worker: WorkerInfo, other: WorkerInfo) -> None:
+    """Give a job waiting here back to the queue for a worker on another
+    machine; the claim's attempt is given back with it."""
+    message = f"Passed on by worker {worker.host}: worker {other.host} can run it sooner"
+    if job.transition(Status.QUEUED, frm=[Status.WAITING], message=message, expect={"worker": worker.id},
+                      worker="", attempt=F("attempt") - 1):
+        enqueue(job)
+
+
 def take_devices(job: Job, worker: WorkerInfo, candidates: list[str], count: int) -> list[str] | None:
     """Lease ``count`` of the candidates, never one that a running job on
     this host holds by the database's record: Redis may have lost its lease
     (restarted without its data, or the lease expired under a late heartbeat)."""
-    busy = devices_in_use(worker.host)
+    busy = placement.devices_in_use(worker.host)
     return leases.acquire(worker.host, [d for d in candidates if d not in busy], count, job.pk)
-
-
-def devices_in_use(host: str) -> set[str]:
-    held = Job.objects.filter(status=Status.RUNNING, held__host=host).values_list("held", flat=True)
-    return {device for record in held for device in record.get("devices", [])}
 
 
 def _older_job_waiting(job: Job, worker: WorkerInfo) -> bool:
@@ -127,17 +160,21 @@ def _older_job_waiting(job: Job, worker: WorkerInfo) -> bool:
     ).exists()
 
 
-def launch(job: Job, devices: list[str]) -> subprocess.Popen:
+def launch(job: Job, devices: list[str], rank: int = 0) -> subprocess.Popen:
+    """Start the kind's command for ``job.held``; node 0 (every job on one
+    machine) writes ``config.json``, which the other nodes of a job over
+    several machines then find in the shared job folder."""
     folder = job.folder
-    folder.mkdir(parents=True, exist_ok=True)
-    config = {**job.params, "job_id": job.pk, "devices": devices}
-    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    if rank == 0:
+        folder.mkdir(parents=True, exist_ok=True)
+        config = {**job.params, "job_id": job.pk, "devices": devices}
+        (folder / jobfiles.CONFIG).write_text(json.dumps(config, indent=2))
     env = {**job_environment(), "PYTHONPATH": str(settings.BASE_DIR), "PYTHONUNBUFFERED": "1"}
     env["CUDA_VISIBLE_DEVICES"] = ",".join(d.removeprefix("gpu") for d in devices if d.startswith("gpu"))
     env.update(CUDA_NUMBERING)  # so that CUDA's device N is the worker's gpuN
     command = kinds.get(job.kind).command(job)
     argv = [sys.executable, str(PROCGROUP), str(os.getpid()), str(settings.JOB_ABORT_GRACE_SECONDS), "--", *command]
-    with open(folder / jobfiles.LOG, "ab") as log_file:
+    with open(folder / jobfiles.node_log(rank), "ab") as log_file:
         return subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 cwd=folder, env=env, start_new_session=True)
 
@@ -163,9 +200,11 @@ def job_environment() -> dict[str, str]:
             if not any(marker in name.upper() for marker in SECRET_MARKERS)}
 
 
-def supervise(job: Job, process: subprocess.Popen) -> int:
+def supervise(job: Job, process: subprocess.Popen) -> tuple[int, str]:
     """Relay the job's log and events until its process group ends; pass on
-    an abort. Returns the exit code."""
+    an abort, and stop it when another of its nodes is in trouble. Returns
+    the exit code and that trouble ("" when none)."""
+    trouble = ""
     forwarder = Forwarder(job.pk, job.folder)
     log_tail = LogTail(job.folder / jobfiles.LOG)
     progress_written = job.progress
@@ -182,10 +221,11 @@ def supervise(job: Job, process: subprocess.Popen) -> int:
             Job.objects.filter(pk=job.pk).update(progress=job.progress)
             progress_written, last_progress_write = job.progress, now
         if code is not None:
-            return code
+            return code, trouble
         if not abort_sent and now - last_abort_check >= ABORT_POLL_SECONDS:
             last_abort_check = now
-            if Job.objects.filter(pk=job.pk, abort_requested=True).exists():
+            trouble = (nodes.trouble(job) if nodes.count(job) > 1 else None) or ""
+            if trouble or Job.objects.filter(pk=job.pk, abort_requested=True).exists():
                 process.send_signal(signal.SIGTERM)  # the supervisor ends the group
                 abort_sent = True
         time.sleep(RELAY_POLL_SECONDS)
@@ -204,12 +244,15 @@ def relay_log(job: Job, lines: list[str]) -> None:
         log.warning("job %s: %d log line(s) not recorded: the disk is full", job.pk, len(lines))
 
 
-def finish(job: Job, code: int) -> None:
+def finish(job: Job, code: int, trouble: str = "") -> None:
     """Record how the job's process ended: ``code`` is the supervisor's exit
-    code, negative when a signal this app did not send killed the job."""
+    code, negative when a signal this app did not send killed the job;
+    ``trouble``, why it was stopped for another of its nodes."""
     job.refresh_from_db()
     if job.abort_requested:
         job.transition(Status.ABORTED, frm=[Status.RUNNING], message="Aborted")
+    elif code != 0 and (trouble := trouble or node_trouble(job)):
+        job.transition(Status.FAILED, frm=[Status.RUNNING], message=trouble, error=trouble)
     elif code == 0:
         job.transition(Status.DONE, frm=[Status.RUNNING], message="Finished")
     elif code < 0:
@@ -217,6 +260,23 @@ def finish(job: Job, code: int) -> None:
     else:
         message = failure_message(job, code)
         job.transition(Status.FAILED, frm=[Status.RUNNING], message=message, error=message)
+
+
+def node_trouble(job: Job) -> str:
+    """When node 0 of a job over several machines failed on its own, the
+    failure of another node that may have caused it: a node that fails takes
+    the others down with it, and its runner records why a moment later; a
+    node whose worker died takes them down before the reconciler notices,
+    so a worker silent for a few heartbeats counts as dead here."""
+    if nodes.count(job) == 1:
+        return ""
+    heartbeat = settings.WORKER_HEARTBEAT_SECONDS
+    deadline = time.monotonic() + NODE_REPORT_HEARTBEATS * heartbeat
+    while time.monotonic() < deadline:
+        if trouble := nodes.trouble(job, silent_seconds=(NODE_REPORT_HEARTBEATS - 1) * heartbeat):
+            return trouble
+        time.sleep(WAIT_POLL_SECONDS)
+    return ""
 
 
 def killed(job: Job, signal_name: str) -> None:

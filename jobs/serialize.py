@@ -8,7 +8,7 @@ from typing import Any
 from django.urls import reverse
 
 from . import kinds, services
-from .models import Job, JobTransition
+from .models import Job, JobNode, JobTransition
 
 
 def _iso(value: Any) -> str | None:
@@ -47,6 +47,12 @@ def transition(t: JobTransition) -> dict[str, Any]:
     return {"status": t.status, "at": _iso(t.at), "message": t.message, "attempt": t.attempt_number}
 
 
+def node(n: JobNode) -> dict[str, Any]:
+    """One of the other nodes of a job over several machines, in its latest attempt."""
+    return {"rank": n.rank, "status": n.status, "host": n.held.get("host", ""), "devices": n.held.get("devices", []),
+            "message": n.message}
+
+
 def job_detail(job: Job) -> dict[str, Any]:
     return {
         **job_summary(job),
@@ -54,6 +60,7 @@ def job_detail(job: Job) -> dict[str, Any]:
         "params": kinds.public_params(job),
         "resources": job.resources,
         "held": job.held,
+        "nodes": [node(n) for n in job.nodes.filter(attempt=job.attempt)],
         "worker": job.worker,
         "attempt": job.attempt,
         "abort_requested": job.abort_requested,

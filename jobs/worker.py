@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from . import hostload, leases, workerinfo
 from .devices import inventory
-from .models import Job, Status, Worker
+from .models import Job, JobNode, Status, Worker
 from .reconcile import reconcile
 from .workerinfo import WorkerInfo
 
@@ -45,9 +45,13 @@ def beat(info: WorkerInfo) -> None:
 
 
 def refresh_leases(info: WorkerInfo) -> None:
-    for job in Job.objects.filter(worker=info.id, status=Status.RUNNING):
-        if taken := leases.refresh(info.host, job.held.get("devices", []), job.pk):
-            log.error("job %s runs on %s, which another job has leased", job.pk, ", ".join(taken))
+    """Re-assert the leases of the jobs, and of the other nodes of jobs over
+    several machines, that run on this worker."""
+    running = [(job.pk, job.held) for job in Job.objects.filter(worker=info.id, status=Status.RUNNING)]
+    running += [(node.job_id, node.held) for node in JobNode.objects.filter(worker=info.id, status=Status.RUNNING)]
+    for job_id, held in running:
+        if taken := leases.refresh(info.host, held.get("devices", []), job_id):
+            log.error("job %s runs on %s, which another job has leased", job_id, ", ".join(taken))
 
 
 def _queues() -> list[str]:

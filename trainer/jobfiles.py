@@ -10,6 +10,7 @@ Django, so both sides use it.
     config.json             the job's params, written by the worker
     events.jsonl            the event log (``trainer.events``)
     log.txt                 the process's output
+    log-node-N.txt          the output of node N of a job over several machines (``node_log``)
     network.json            the network's layer table
     checkpoints/last.pt     the checkpoint a run resumes from
     checkpoints/best.pt     the best validation so far
@@ -112,3 +113,8 @@ def profile_trace(step: int) -> str:
 def page_names() -> dict[str, str]:
     """The names a page script needs (the snapshot folder, the best snapshot)."""
     return {"checkpoints": CHECKPOINTS, "best_checkpoint": BEST_CHECKPOINT}
+
+
+def node_log(rank: int) -> str:
+    """The output of node ``rank`` of a job over several machines; node 0 writes ``LOG``."""
+    return LOG if rank == 0 else f"log-node-{rank}.txt"

@@ -53,10 +53,16 @@ def _float(label: str, initial: float, minimum: float = 0.0, maximum: float | No
 
 
 def world_size(resources: dict[str, Any]) -> int:
-    """How many processes train: one per GPU asked for, one on the CPU."""
+    """How many processes train: on each node (machine), one per GPU asked
+    for, one on the CPU."""
+    nodes = int(resources.get("nodes") or 1)
     if resources.get("device") != "gpu":
-        return 1
-    return len(resources["ids"]) if "ids" in resources else int(resources.get("count") or 1)
+        return nodes
+    return nodes * (len(resources["ids"]) if "ids" in resources else int(resources.get("count") or 1))
+
+
+# The most machines one job may span.
+MAX_NODES = 64
 
 
 class ScheduleForm(DevicesField):
@@ -81,6 +87,9 @@ class ScheduleForm(DevicesField):
     power = forms.FloatField(label=policies.PARAM_LABELS["power"], initial=policies.PARAM_DEFAULTS["power"], required=False)
     warmup_percent = _float(policies.PARAM_LABELS["warmup_percent"], policies.PARAM_DEFAULTS["warmup_percent"],
                             maximum=99.9, required=False, help_text="A linear ramp from almost 0 at the start.")
+    nodes = forms.IntegerField(min_value=1, max_value=MAX_NODES, initial=1, required=False, label="Nodes (machines)",
+                               help_text="Over 1, the job runs on that many machines at once, each with a worker of its "
+                                         "own and the devices above (× devices per node), and trains as one.")
     scale_lr = forms.BooleanField(required=False, initial=True,
                                   label="Linear scaling rule with gradual warmup for several GPUs",
                                   help_text="N GPUs train at N times the rate, warming up over at least 5% of training.")
@@ -94,6 +103,10 @@ class ScheduleForm(DevicesField):
             return None
         self.dataset_job, self.dataset_info = built_dataset(value)
         return value
+
+    def resources(self) -> dict[str, Any]:
+        nodes = self.cleaned_data.get("nodes") or 1
+        return {**super().resources(), "nodes": nodes} if nodes > 1 else super().resources()
 
     def clean_batch_size(self) -> list[int]:
         try:
@@ -145,7 +158,7 @@ class ScheduleForm(DevicesField):
 
     def workers(self) -> int:
         """The world size the devices asked for make (1 while they are not valid)."""
-        if any(self.has_error(field) for field in ("device", "gpu_count", "gpu_ids")):
+        if any(self.has_error(field) for field in ("device", "gpu_count", "gpu_ids", "nodes")):
             return 1
         return world_size(self.resources())
 

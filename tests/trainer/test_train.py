@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from tests.processes import wait_for
+from tests.redisserver import free_port
 from tests.trainfiles import make_dataset, train_config
 from trainer import checkpoint, events, jobfiles, lr_policy, solvers
 from trainer import eventkinds as kinds
@@ -157,7 +158,31 @@ def test_abort_saves_a_checkpoint_and_resuming_continues_exactly(tmp_path, bars)
     assert result["warmup_seconds"] > before["warmup_seconds"], "each attempt warms up, and both are counted"
 
 
-def test_two_processes_with_gloo_match_one_process(tmp_path):
+def start_node(folder: Path, rank: int, nodes: int, port: int, **rendezvous: str) -> subprocess.Popen:
+    """One node of a job over ``nodes`` machines, as torchrun runs it on each
+    (static rendezvous at node 0's address, here loopback), with one process
+    and a log of its own, in the job folder the machines share."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
+    conf = ",".join(f"{key}={value}" for key, value in rendezvous.items())
+    command = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}", f"--node-rank={rank}",
+               "--nproc-per-node=1", "--master-addr=127.0.0.1", f"--master-port={port}",
+               *([f"--rdzv-conf={conf}"] if conf else []), "-m", "trainer.train", "config.json"]
+    log = open(folder / f"node{rank}.txt", "wb")
+    return subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def train_on_nodes(folder: Path, nodes: int, timeout: float = 180) -> list[int]:
+    port = free_port()
+    launched = [start_node(folder, rank, nodes, port) for rank in range(nodes)]
+    return [process.wait(timeout=timeout) for process in launched]
+
+
+def node_logs(folder: Path, nodes: int) -> str:
+    return "\n".join((folder / f"node{rank}.txt").read_text(errors="replace") for rank in range(nodes))
+
+
+@pytest.mark.parametrize("layout", ["two processes on one node", "one process on each of two nodes"])
+def test_two_processes_with_gloo_match_one_process(tmp_path, layout):
     # Epochs over the report interval with short steps: reports fall due by
     # each process's own clock in mid-epoch, at batches that differ once rank
     # 0 has spent longer writing a checkpoint after a validation.
@@ -166,10 +191,16 @@ def test_two_processes_with_gloo_match_one_process(tmp_path):
     single = job_folder(tmp_path, train_config(bars, batch_size=16, **common), "single")
     double = job_folder(tmp_path, train_config(bars, batch_size=8, **common), "ddp")
     assert train(single) == 0, log_of(single)
-    assert train(double, processes=2) == 0, log_of(double)
+    if layout == "two processes on one node":
+        assert train(double, processes=2) == 0, log_of(double)
+        logged = log_of(double)
+    else:
+        codes = train_on_nodes(double, nodes=2)
+        logged = node_logs(double, nodes=2)
+        assert codes == [0, 0], logged
 
-    assert "2 process(es)" in log_of(double)
-    assert "terminate called" not in log_of(double)
+    assert "2 process(es)" in logged
+    assert "terminate called" not in logged
     assert len(of_kind(double, kinds.TRAIN)) > common["epochs"], "reports in mid-epoch"
     one, two = of_kind(single, kinds.VAL), of_kind(double, kinds.VAL)
     assert [v["epoch"] for v in one] == [v["epoch"] for v in two]
@@ -178,6 +209,14 @@ def test_two_processes_with_gloo_match_one_process(tmp_path):
         assert b["top1"] == pytest.approx(a["top1"], abs=0.02)
     assert of_kind(double, kinds.RESULT)[-1]["final"]["test_loss"] == pytest.approx(
         of_kind(single, kinds.RESULT)[-1]["final"]["test_loss"], rel=1e-3)
+
+
+def test_a_node_alone_gives_up_on_the_rendezvous_after_its_timeout(tmp_path, bars):
+    folder = job_folder(tmp_path, train_config(bars, epochs=1))
+    lonely = start_node(folder, rank=0, nodes=2, port=free_port(), timeout="3")
+    assert lonely.wait(timeout=60) != 0
+    assert "1/2 clients joined" in node_logs(folder, nodes=1)
+    assert not of_kind(folder, kinds.TRAIN), "nothing trained without its other node"
 
 
 def test_a_diverging_loss_fails_with_advice(tmp_path, bars):

@@ -26,8 +26,9 @@ function diskFree(disk) {
 }
 
 function needs(resources) {
-  if (resources.ids) return `${resources.device.toUpperCase()} ${resources.ids.join(", ")}`;
-  return `${resources.count || 1} × ${(resources.device || "cpu").toUpperCase()}`;
+  const each = resources.ids ? `${resources.device.toUpperCase()} ${resources.ids.join(", ")}`
+    : `${resources.count || 1} × ${(resources.device || "cpu").toUpperCase()}`;
+  return resources.nodes ? `${resources.nodes} nodes × ${each}` : each;
 }
 
 function render(snapshot) {

@@ -164,7 +164,7 @@ field("early_stopping").addEventListener("change", showPatience);
 
 // The learning rate preview and the effective rate on several GPUs.
 const PREVIEW_FIELDS = ["lr", "lr_policy", "step_percent", "gamma", "milestones_percent", "power", "warmup_percent", "epochs",
-  "batch_size", "batch_schedule", "dataset", "device", "gpu_count", "gpu_ids"];
+  "batch_size", "batch_schedule", "dataset", "device", "gpu_count", "gpu_ids", "nodes"];
 const lrChart = document.getElementById("lr-chart");
 const lrError = document.getElementById("lr-error");
 let previewTimer = null;

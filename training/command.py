@@ -11,7 +11,9 @@ from typing import Any
 from jobs.models import Job
 from trainer.jobfiles import CONFIG
 
-TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
+# torchrun, but a process killed from outside kills the launcher with the same
+# signal, so the job resumes as a job of one process does (trainer/torchrun.py).
+TORCHRUN = [sys.executable, "-m", "trainer.torchrun"]
 TRAIN = ["-m", "trainer.train", CONFIG]
 
 

@@ -39,7 +39,7 @@ def other_node(job: Job) -> JobNode:
 
 def launchers(job: Job) -> list[int]:
     """The job's torchrun processes, one per node, on whichever worker."""
-    return pids_running(job.folder, "torch.distributed.run")
+    return pids_running(job.folder, "trainer.torchrun")
 
 
 def no_trainer_left(job: Job) -> bool:

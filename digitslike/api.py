@@ -16,6 +16,9 @@ from functools import wraps
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
+
+API_PREFIX = "/api/"
 
 
 class ActionError(Exception):
@@ -57,6 +60,16 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
     return data
 
 
+def whole_number(text: str, maximum: int) -> int | None:
+    """``text`` as a whole number from 0 to ``maximum``, else None: ASCII
+    digits only (``str.isdigit`` also takes "²", which ``int`` refuses), and
+    no longer than ``maximum`` (``int`` refuses over 4,300 digits)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(maximum)):
+        return None
+    number = int(text)
+    return number if number <= maximum else None
+
+
 def error(message: str, status: int, **extra: Any) -> JsonResponse:
     """The JSON error answer; ``extra`` adds e.g. ``errors`` (field messages)."""
     return JsonResponse({"error": message, **extra}, status=status)
@@ -86,3 +99,26 @@ def api(*methods: str) -> Callable:
         return wrapper
 
     return decorate
+
+
+# Django's own error pages (an address no route matches, a body its parser
+# cannot read) come before any API view runs: under /api/ they answer in the
+# JSON error shape too, elsewhere as pages. Set as handler400/404/500 in urls.py.
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if request.path.startswith(API_PREFIX):
+        return error("The request could not be read: its body does not match its Content-Type, or it has too "
+                     "many fields.", 400)
+    return defaults.bad_request(request, exception)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if request.path.startswith(API_PREFIX):
+        return error(f"The API has no address {request.path!r} (see {API_PREFIX}).", 404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith(API_PREFIX):
+        return error("The server failed to answer this request; it has been logged.", 500)
+    return defaults.server_error(request)

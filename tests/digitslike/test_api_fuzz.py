@@ -36,11 +36,9 @@ from trainer.inference import job as evaluation_job
 EXAMPLES = 4  # per operation and mode: the whole run stays near a minute on two busy cores
 HUGE_ID = 10**30
 LONG_NUMBER = "9" * 5000
-HOSTILE_VALUES: list[Any] = [["a list"], {"an": "object"}, 1e308, -1e308, HUGE_ID, -1, 0, "a\x00b", LONG_NUMBER,
-                             "-1", "NaN", True, None, ""]
+HOSTILE_VALUES: list[Any] = [["a list"], {"an": "object"}, 1e308, HUGE_ID, -1, "a\x00b", LONG_NUMBER, None]
 HOSTILE_QUERY = ["-1", "0", LONG_NUMBER, str(HUGE_ID), "NaN", "1e308", "a\x00b", "²", "1.5", ""]
 HOSTILE_IDS = [0, HUGE_ID, 2**63]
-SIMPLE_TYPES = {"application/json", "multipart/form-data", "text/plain", "application/x-www-form-urlencoded"}
 STREAM_PATHS = ("/api/events", "/api/jobs/{job_id}/events")
 DELETES = {("delete", "/api/jobs/{job_id}")}
 

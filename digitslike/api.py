@@ -57,7 +57,20 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
         raise BadRequest({"body": ["The request body is not valid JSON."]}) from None
     if not isinstance(data, dict):
         raise BadRequest({"body": ["The request body must be a JSON object."]})
+    if holding_nul := [str(key) for key, value in data.items() if _holds_nul(key) or _holds_nul(value)]:
+        raise BadRequest({key: ["Null characters are not allowed."] for key in holding_nul})
     return data
+
+
+def _holds_nul(value: Any) -> bool:
+    """A NUL character in a text anywhere in a JSON value (PostgreSQL's text and JSON columns refuse it)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
 
 
 def whole_number(text: str, maximum: int) -> int | None:

@@ -141,7 +141,7 @@ def fill(path: str, ids: dict[str, int | str]) -> str:
 
 
 def path_values(world: World, operation) -> list[dict[str, Any]]:
-    """Each way of filling the operation's path: every id that exists, every hostile one."""
+    """Each way of filling the operation's path: the job it is aimed at, one of another user's, hostile ids."""
     names = [p.name for p in operation.path_parameters]
     if not names:
         return [{}]

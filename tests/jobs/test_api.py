@@ -236,3 +236,14 @@ def test_the_openapi_schema_covers_every_api_route(alice):
 @pytest.mark.parametrize("path", ["/api/", "/api/openapi.json"])
 def test_the_schema_and_its_docs_page_are_served(alice, path):
     assert signed_in(alice).get(path).status_code == 200
+
+
+def test_a_nul_character_in_an_address_a_query_or_a_json_body_is_refused_before_any_query(alice):
+    client = signed_in(alice)
+    for url in ("/api/jobs?q=a%00b", "/api/groups/a%00b", "/api/compare/%00", "/api/jobs?%00=1"):
+        refused = client.get(url)
+        assert refused.status_code == 400 and "NUL character" in refused.json()["error"], url
+    page = client.get("/?q=%00")
+    assert page.status_code == 400 and b"NUL character" in page.content
+    body = send(client, "post", "/api/jobs", {"kind": "devicecheck", "name": "ok", "notes": {"deep": ["a\x00"]}})
+    assert body.status_code == 400 and body.json()["errors"] == {"notes": ["Null characters are not allowed."]}

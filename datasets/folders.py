@@ -18,8 +18,12 @@ def roots() -> list[Path]:
 
 
 def allowed(path: str | Path) -> Path:
-    """The resolved path when it is one of the roots or below one; else OutsideRoots."""
-    resolved = Path(path).expanduser().resolve()
+    """The resolved path when it is one of the roots or below one; else
+    OutsideRoots (also for a name no folder can have: a NUL byte, a link loop)."""
+    try:
+        resolved = Path(path).expanduser().resolve()
+    except (ValueError, OSError, RuntimeError):
+        raise OutsideRoots(f"{str(path)!r} is not a name a folder on this server can have.") from None
     if any(resolved == root or resolved.is_relative_to(root) for root in roots()):
         return resolved
     raise OutsideRoots(f"{path} is not inside the folders this server may read: {', '.join(map(str, roots()))}.")

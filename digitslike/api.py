@@ -16,6 +16,9 @@ from functools import wraps
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
+
+API_PREFIX = "/api/"
 
 
 class ActionError(Exception):
@@ -54,7 +57,30 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
         raise BadRequest({"body": ["The request body is not valid JSON."]}) from None
     if not isinstance(data, dict):
         raise BadRequest({"body": ["The request body must be a JSON object."]})
+    if holding_nul := [str(key) for key, value in data.items() if _holds_nul(key) or _holds_nul(value)]:
+        raise BadRequest({key: ["Null characters are not allowed."] for key in holding_nul})
     return data
+
+
+def _holds_nul(value: Any) -> bool:
+    """A NUL character in a text anywhere in a JSON value (PostgreSQL's text and JSON columns refuse it)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
+
+
+def whole_number(text: str, maximum: int) -> int | None:
+    """``text`` as a whole number from 0 to ``maximum``, else None: ASCII
+    digits only (``str.isdigit`` also takes "²", which ``int`` refuses), and
+    no longer than ``maximum`` (``int`` refuses over 4,300 digits)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(maximum)):
+        return None
+    number = int(text)
+    return number if number <= maximum else None
 
 
 def error(message: str, status: int, **extra: Any) -> JsonResponse:
@@ -86,3 +112,26 @@ def api(*methods: str) -> Callable:
         return wrapper
 
     return decorate
+
+
+# Django's own error pages (an address no route matches, a body its parser
+# cannot read) come before any API view runs: under /api/ they answer in the
+# JSON error shape too, elsewhere as pages. Set as handler400/404/500 in urls.py.
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if request.path.startswith(API_PREFIX):
+        return error("The request could not be read: its body does not match its Content-Type, or it has too "
+                     "many fields.", 400)
+    return defaults.bad_request(request, exception)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if request.path.startswith(API_PREFIX):
+        return error(f"The API has no address {request.path!r} (see {API_PREFIX}).", 404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith(API_PREFIX):
+        return error("The server failed to answer this request; it has been logged.", 500)
+    return defaults.server_error(request)

@@ -7,7 +7,11 @@ from jobs.urls import api_urlpatterns as jobs_api
 from pretrained.urls import api_urlpatterns as pretrained_api
 from training.urls import api_urlpatterns as training_api
 
-from . import openapi, vendor
+from . import api, openapi, vendor
+
+handler400 = api.bad_request
+handler404 = api.page_not_found
+handler500 = api.server_error
 
 urlpatterns = [
     path("", include("jobs.urls")),

@@ -13,6 +13,7 @@ import numpy as np
 from django.urls import reverse
 
 from datasets import store
+from digitslike.api import whole_number
 from jobs.models import Job
 from trainer.datastore import png_bytes
 from trainer.evaluation_files import IMAGES, OUTPUT, REPORT, RESULTS
@@ -74,19 +75,20 @@ def _index(query: dict[str, str], key: str, limit: int) -> int | None:
     raw = query.get(key, "")
     if raw == "":
         return None
-    if not raw.isdigit() or int(raw) >= limit:
+    number = whole_number(raw, limit - 1)
+    if number is None:
         raise BadQuery({key: [f"Give a number from 0 to {limit - 1}."]})
-    return int(raw)
+    return number
 
 
 def _chosen(query: dict[str, str], count: int) -> list[int] | None:
     raw = query.get("rows", "")
     if raw == "":
         return None
-    parts = raw.split(",")
-    if len(parts) > MAX_PAGE_SIZE or not all(p.isdigit() and int(p) < count for p in parts):
+    chosen = [whole_number(part, count - 1) for part in raw.split(",")]
+    if len(chosen) > MAX_PAGE_SIZE or None in chosen:
         raise BadQuery({"rows": [f"Give at most {MAX_PAGE_SIZE} row numbers below {count}, separated by commas."]})
-    return [int(p) for p in parts]
+    return chosen
 
 
 def select(job: Job, query: dict[str, str]) -> dict[str, Any]:

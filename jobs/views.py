@@ -11,13 +11,16 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from digitslike.api import ActionError, error
+from digitslike.api import ActionError, error, whole_number
 from trainer import jobfiles
 
 from . import bus, eventseek, kinds, resources, serialize, services, sse, streamslots
 from .forms import JobEditForm
 from .logfile import tail_lines
 from .models import Job
+
+MAX_SEQ = 2**63 - 1
+"""The largest event ``seq`` a stream takes from Last-Event-ID; anything else starts from the first event."""
 
 LOG_TAIL_LINES = 200
 
@@ -159,7 +162,7 @@ async def job_events(request: HttpRequest, job_id: int) -> HttpResponse:
     if job is None:
         return error("No such job.", 404)
     last = request.headers.get("Last-Event-ID") or request.GET.get("since") or "0"
-    after = int(last) if last.isdigit() else 0
+    after = whole_number(last, MAX_SEQ) or 0
     return await _stream(request, sse.job_events(job.pk, job.folder, after))
 
 

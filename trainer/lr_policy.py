@@ -82,6 +82,8 @@ ONECYCLE_START_DIVISOR = 25.0
 ONECYCLE_END_DIVISOR = 1e4
 SCALED_WARMUP_PERCENT = 5.0
 """The least warmup when the rate is scaled by the world size (Goyal et al. 2017)."""
+MAX_GROWTH = 1e6
+"""How many times its base rate a policy's rate may reach (a gamma above 1 makes it grow)."""
 
 _NAMES = [name for name, _label, _params in POLICIES]
 
@@ -236,7 +238,22 @@ def validate(policy: Any) -> list[str]:
         check("power", power is not None and power >= 0, "must not be negative")
     if name == "multistep":
         problems.extend(_milestone_problems(params["milestones_percent"]))
-    return problems
+    return problems or _growth_problems(params)
+
+
+def _growth_problems(params: dict[str, Any]) -> list[str]:
+    """A rate that overflows or grows past MAX_GROWTH times its base somewhere
+    in training. Checking each whole percent suffices: every policy's largest
+    factor is at a whole percent (the step policies change only at one, exp
+    and the decays are monotonic)."""
+    try:
+        factors = [_policy_lr(params, 1.0, percent) for percent in range(101)]
+    except OverflowError:
+        factors = [math.inf]
+    if all(abs(factor) <= MAX_GROWTH for factor in factors):
+        return []
+    return [f"{PARAM_LABELS['gamma']} makes the learning rate grow past {MAX_GROWTH:g} times its base; "
+            "choose one that keeps it in bounds."]
 
 
 def _milestone_problems(milestones: Any) -> list[str]:

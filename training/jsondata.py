@@ -27,7 +27,8 @@ def api_data(form_class: type[forms.Form], body: dict[str, Any]) -> dict[str, An
     parameter left out the chosen policy's own default (exp's gamma is not
     step's), then the page's initial values."""
     given = from_json(body)
-    chosen = policies.DEFAULTS.get(given.get("lr_policy"), {})
+    policy = given.get("lr_policy")
+    chosen = policies.DEFAULTS.get(policy, {}) if isinstance(policy, str) else {}
     missing = {key: _listed(value) for key, value in chosen.items() if key not in given}
     return {**defaults(form_class), **missing, **given}
 

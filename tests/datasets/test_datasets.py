@@ -141,6 +141,8 @@ def test_folders_outside_the_roots_are_refused(client, roots, tmp_path):
     assert response.status_code == 400
     assert "not inside the folders this server may read" in response.json()["errors"]["train_folder"][0]["message"]
     assert client.get("/api/folders?path=/etc").status_code == 403
+    nul = client.get("/api/folders?path=a%00b")
+    assert nul.status_code == 403 and "is not a name a folder on this server can have" in nul.json()["error"]
     listing = client.get("/api/folders").json()
     assert [f["path"] for f in listing["folders"]][0] == str(roots)
 

@@ -10,7 +10,9 @@ from django.urls import URLPattern, get_resolver
 from django.utils import timezone
 
 from accounts.models import ApiToken
+from digitslike.api import whole_number
 from jobs.models import Job, JobTransition, Status
+from tests.apifuzz import send as stream_request
 from tests.clients import signed_in
 
 
@@ -120,6 +122,38 @@ def test_bulk_reports_each_job(alice, bob):
     assert send(client, "post", "/api/jobs/bulk", {"action": "explode", "ids": []}).status_code == 400
 
 
+def test_bulk_refuses_an_action_of_the_wrong_type_and_reports_ids_no_job_can_have(alice):
+    client = signed_in(alice)
+    for action in (["delete"], {"delete": True}):
+        refused = send(client, "post", "/api/jobs/bulk", {"action": action, "ids": []})
+        assert refused.status_code == 400 and refused.json()["errors"] == {"action": ["Choose abort or delete."]}
+    huge = send(client, "post", "/api/jobs/bulk", {"action": "delete", "ids": [10**30, -1]}).json()["results"]
+    assert {key: entry["status"] for key, entry in huge.items()} == {str(10**30): 404, "-1": 404}
+
+
+def test_an_address_no_route_matches_or_a_body_that_cannot_be_read_is_a_json_error(alice):
+    client = signed_in(alice)
+    for url in ("/api/jobs/-1", "/api/nothing"):
+        missing = client.get(url)
+        assert missing.status_code == 404 and url in missing.json()["error"]
+    unreadable = client.post("/api/datasets", "garbage", content_type="multipart/form-data")
+    assert unreadable.status_code == 400 and "could not be read" in unreadable.json()["error"]
+    assert "<html" in client.get("/no-such-page/").content.decode(), "pages keep their HTML error page"
+
+
+@pytest.mark.parametrize("since", ["²", "9" * 5000, "-1"])
+def test_a_job_stream_takes_any_last_event_id_and_starts_from_the_first_event(alice, since):
+    job = make_job(alice)
+    response = stream_request(signed_in(alice), "GET", f"/api/jobs/{job.pk}/events", headers={"Last-Event-ID": since})
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/event-stream")
+
+
+@pytest.mark.parametrize(("text", "number"), [("0", 0), ("42", 42), ("100", 100), ("101", None), ("²", None),
+                                              ("-1", None), (" 1", None), ("9" * 5000, None), ("", None)])
+def test_whole_numbers_in_queries_are_ascii_digits_within_their_maximum(text, number):
+    assert whole_number(text, 100) == number
+
+
 def test_listing_filters_by_text_status_and_category(alice, bob):
     client = signed_in(alice)
     make_job(alice, name="resnet sweep", group="cifar")
@@ -202,3 +236,14 @@ def test_the_openapi_schema_covers_every_api_route(alice):
 @pytest.mark.parametrize("path", ["/api/", "/api/openapi.json"])
 def test_the_schema_and_its_docs_page_are_served(alice, path):
     assert signed_in(alice).get(path).status_code == 200
+
+
+def test_a_nul_character_in_an_address_a_query_or_a_json_body_is_refused_before_any_query(alice):
+    client = signed_in(alice)
+    for url in ("/api/jobs?q=a%00b", "/api/groups/a%00b", "/api/compare/%00", "/api/jobs?%00=1"):
+        refused = client.get(url)
+        assert refused.status_code == 400 and "NUL character" in refused.json()["error"], url
+    page = client.get("/?q=%00")
+    assert page.status_code == 400 and b"NUL character" in page.content
+    body = send(client, "post", "/api/jobs", {"kind": "devicecheck", "name": "ok", "notes": {"deep": ["a\x00"]}})
+    assert body.status_code == 400 and body.json()["errors"] == {"notes": ["Null characters are not allowed."]}

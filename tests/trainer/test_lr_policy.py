@@ -29,6 +29,7 @@ from trainer.lr_policy import (
 )
 
 BASE = 0.1
+GROW = "Gamma makes the learning rate grow past 1e+06 times its base; choose one that keeps it in bounds."
 MILESTONES = "Milestones (% of training)"
 
 
@@ -200,6 +201,9 @@ def test_effective_lr_and_scaled_warmup():
          MILESTONES + " must be in increasing order, each larger than the one before."),
         ({"name": "multistep", "milestones_percent": [50, 50]},
          MILESTONES + " must be in increasing order, each larger than the one before."),
+        ({"name": "step", "gamma": 1e308}, GROW),
+        ({"name": "exp", "gamma": 1.5}, GROW),
+        ({"name": "multistep", "gamma": 1e4}, GROW),
     ],
 )
 def test_validate_explains_each_problem(policy, message):
@@ -271,3 +275,8 @@ def test_importing_it_loads_neither_torch_numpy_nor_django():
     root = Path(__file__).parents[2]
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
     assert result.stdout.strip() == "[]"
+
+
+def test_a_growing_rate_is_allowed_while_it_stays_in_bounds():
+    assert validate({"name": "exp", "gamma": 1.1}) == []  # 1.1**100: about 13,781 times the base
+    assert validate({"name": "step", "gamma": 10, "step_percent": 25}) == []  # 10**4 at the end

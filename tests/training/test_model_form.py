@@ -158,6 +158,8 @@ def test_the_api_takes_the_params_own_shapes(alice, digits):
      "9 learning rates × 8 batch sizes make 72 jobs; a sweep has at most 64"),
     ({"lr_policy": "step", "step_percent": 0}, "lr_policy", "Step size (% of training) must be more than 0"),
     ({"lr_policy": "multistep", "milestones_percent": "75, 50"}, "lr_policy", "increasing order"),
+    ({"lr_policy": ["step"]}, "lr_policy", "Select a valid choice"),
+    ({"lr_policy": "exp", "gamma": 1e308}, "lr_policy", "Gamma makes the learning rate grow past"),
     ({"crop": 32}, "crop", "must fit in the dataset's 28×28 images"),
     ({"snapshot_interval": 0.05}, "snapshot_interval",
      "Snapshots are taken at most 10 times an epoch: the interval is at least 0.1 epochs."),

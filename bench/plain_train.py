@@ -48,7 +48,7 @@ def main(folder: str, network: str, epochs: str, batch: str, lr: str, solver: st
     mean = torch.from_numpy(np.load(folder_path / "mean.npy")).to(device).permute(2, 0, 1)
 
     def prepare(pixels: torch.Tensor) -> torch.Tensor:
-        return (pixels.permute(0, 3, 1, 2).float() - mean) / 255
+        return ((pixels.permute(0, 3, 1, 2).float() - mean) / 255).contiguous()  # N×C×H×W in memory too
 
     def synchronize() -> None:
         if device.type == "cuda":

@@ -14,6 +14,10 @@ alike. Reported: the median of the per-pair ratios with their range, for
   beside it;
 - wall clock (aim ≤ 1.10): submit → done against process start → exit.
 
+Both sides run in a session of their own, as the worker starts a job: with
+the kernel's automatic grouping of sessions for scheduling (Linux's
+default), a process shares the CPU with its session, so a baseline started
+in the benchmark's session would compete with whatever else runs there.
 Both sides run with the same number of torch threads (``--threads``,
 default 1: on a machine shared with other work, threads that wait for each
 other at every operation slow down far more than one thread does, and by
@@ -116,7 +120,8 @@ def plain_run(dataset: Path, args: argparse.Namespace) -> Run:
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "plain_train.py"), str(dataset), args.network,
                           str(args.epochs), str(args.batch), str(args.lr), args.solver, args.precision,
                           str(WARMUP_STEPS), str(REPORT_SECONDS)],
-                         check=True, capture_output=True, text=True, cwd=ROOT)
+                         check=True, capture_output=True, text=True, cwd=ROOT,
+                         start_new_session=True)  # as the worker starts a job: see the module's docstring
     wall = time.perf_counter() - start
     result = json.loads(out.stdout.strip().splitlines()[-1])
     return Run(median(result["interval_rates"]), result["images_per_s"], wall, result["val_top1"])

@@ -152,6 +152,21 @@ def wait_done(job_id: int) -> None:
                     return
 
 
+def warm_worker(owner, worker) -> None:
+    """Wait until the worker has registered and has run one quick job (the
+    test suite's sleeping kind), so that no pair times the worker's own start."""
+    from jobs import services
+    from jobs.models import Worker
+
+    deadline = time.monotonic() + 120
+    while not Worker.objects.exists():
+        if time.monotonic() > deadline or worker.process.poll() is not None:
+            sys.exit(f"the worker did not start:\n{worker.output()}")
+        time.sleep(0.1)
+    job = services.submit(owner, "sleep", "warm-up", {"steps": 0}, {"device": "cpu", "count": 1})
+    wait_done(job.pk)
+
+
 def app_run(owner, dataset: Path, args: argparse.Namespace) -> Run:
     from jobs import services
     from jobs.models import Status
@@ -235,7 +250,7 @@ def main() -> None:
     try:
         dataset = args.dataset or make_workload_dataset(stack.folder / args.workload, work)
         owner = stack.user()
-        stack.start_worker()
+        warm_worker(owner, stack.start_worker())
         apps, plains = [], []
         for number in range(args.pairs):  # the side that goes first alternates, so drifts hit both alike
             if number % 2:

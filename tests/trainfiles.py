@@ -5,6 +5,7 @@ orientations at random places, with noise, written as a built dataset folder
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -30,21 +31,27 @@ def bars(label: int, size: int, rng: np.random.Generator) -> np.ndarray:
     return np.clip(image, 0, 255).astype(np.uint8)[:, :, None]
 
 
-def make_dataset(folder: Path, per_class: dict[str, int] | None = None, size: int = 28, seed: int = 0) -> Path:
-    """A dataset folder with train/val/test splits; returns the folder."""
+Draw = Callable[[int, int, np.random.Generator], np.ndarray]
+
+
+def make_dataset(folder: Path, per_class: dict[str, int] | None = None, size: int = 28, seed: int = 0,
+                 draw: Draw = bars, classes: Sequence[str] = CLASSES, channels: int = 1) -> Path:
+    """A dataset folder with train/val/test splits; returns the folder.
+    ``draw(label, size, rng)`` makes one size×size×channels image (the bars
+    by default, four classes, grayscale)."""
     per_class = per_class or {"train": 120, "val": 30, "test": 30}
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
-    shape = (size, size, 1)
+    shape = (size, size, channels)
     splits = {}
     mean = np.zeros(shape)
     for split in ("train", "val", "test"):
-        count = per_class.get(split, 0) * len(CLASSES)
-        labels = np.arange(count) % len(CLASSES)
+        count = per_class.get(split, 0) * len(classes)
+        labels = np.arange(count) % len(classes)
         rng.shuffle(labels)
         writer = RawSplitWriter(folder, split, shape, count)
         if count:
-            images = np.stack([bars(int(label), size, rng) for label in labels])
+            images = np.stack([draw(int(label), size, rng) for label in labels])
             with open(writer.path, "r+b") as handle:
                 handle.seek(writer.header_length)
                 handle.write(images.tobytes())
@@ -53,13 +60,13 @@ def make_dataset(folder: Path, per_class: dict[str, int] | None = None, size: in
         for slot, label in enumerate(labels):
             writer.mark(slot, int(label))
         writer.close()
-        splits[split] = {"count": int(count), "per_class": [int((labels == k).sum()) for k in range(len(CLASSES))]}
+        splits[split] = {"count": int(count), "per_class": [int((labels == k).sum()) for k in range(len(classes))]}
     np.save(folder / "mean.npy", mean.astype(np.float32))
-    manifest = {"version": 1, "options": {}, "classes": list(CLASSES), "image_shape": list(shape), "encoding": "none",
+    manifest = {"version": 1, "options": {}, "classes": list(classes), "image_shape": list(shape), "encoding": "none",
                 "splits": splits, "skipped": {"total": 0, "per_class": {}}, "warnings": [], "mean": None,
                 "seconds": 0.0, "files": {}}
     (folder / "manifest.json").write_text(json.dumps(manifest))
-    (folder / "labels.txt").write_text("".join(f"{name}\n" for name in CLASSES))
+    (folder / "labels.txt").write_text("".join(f"{name}\n" for name in classes))
     return folder
 
 

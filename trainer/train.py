@@ -103,6 +103,9 @@ class Run:
         self.updates = 0  # optimiser steps of this process's run (since its start or resume)
         self.stopping = False  # the processes' common decision to stop (``stop_requested`` is this one's wish)
         self.progress = Progress(next_val=config["val_interval"], next_snapshot=config["snapshot_interval"])
+        # This attempt's last validation (step, metrics) and the step last.pt last held.
+        self.validation: tuple[int, dict[str, float]] | None = None
+        self.last_saved_step: int | None = None
         self._setup_numerics()
         self._setup_data()
         self._setup_model()
@@ -478,6 +481,7 @@ class Run:
         self.report_layers(epoch)
         if metrics is None:
             return False
+        self.validation = (p.step, metrics)
         p.last_val = {"val_loss": metrics["loss"], "val_top1": metrics["top1"], "val_top5": metrics["top5"]}
         self.emit(eventkinds.VAL, eventkinds.val(p.step, epoch, **metrics))
         self.log(f"epoch {epoch:.2f}: val loss {metrics['loss']:.4f}, top-1 {metrics['top1']:.2%}, top-5 {metrics['top5']:.2%}")
@@ -518,6 +522,7 @@ class Run:
         state = self.state()
         file = self.save(jobfiles.snapshot_name(epoch), self.weights_state(state))
         self.save(jobfiles.LAST, state)
+        self.last_saved_step = p.step
         best = bool(p.best and p.best["step"] == p.step)
         removed = self.remove_old_snapshots()
         self.emit(eventkinds.SNAPSHOT, eventkinds.snapshot(p.step, epoch, file, best,
@@ -539,11 +544,12 @@ class Run:
         p = self.progress
         final: dict[str, float] = {}
         for split in ("val", "test"):
-            metrics = self.evaluate(split)
+            metrics = self.final_metrics(split)
             if metrics:
                 final.update({f"{split}_{k}": v for k, v in metrics.items()})
         epoch = self.epoch_float(p.epoch, p.batch) if p.epoch < len(self.epoch_batches) else float(p.epoch)
-        self.save(jobfiles.LAST)
+        if self.last_saved_step != p.step:  # a snapshot at the last step has written these weights already
+            self.save(jobfiles.LAST)
         if self.place.is_main:
             self.export()
         result = eventkinds.result(p.best, final, epoch, p.train_seconds, p.warmup_seconds,
@@ -552,11 +558,24 @@ class Run:
         self.log("done: " + ", ".join(f"{k} {v:.4f}" for k, v in final.items()))
         return result
 
+    def final_metrics(self, split: str) -> dict[str, float] | None:
+        """The split's metrics at the end of training: the validation split's
+        are the last validation's when it ran at this step (the same model,
+        so evaluating it again would only repeat the work)."""
+        if split == "val" and self.validation and self.validation[0] == self.progress.step:
+            return self.validation[1]
+        return self.evaluate(split)
+
     def export(self) -> None:
         """The trained model for download: weights, network spec, classes and
-        the input it expects, readable with ``torch.load(weights_only=True)``."""
-        source = self.job_dir / (jobfiles.BEST_CHECKPOINT if self.progress.best else jobfiles.LAST_CHECKPOINT)
-        weights = checkpoint.load(source)["model"]
+        the input it expects, readable with ``torch.load(weights_only=True)``.
+        The best checkpoint's weights, read back only when they are not the
+        model's own (the best was an earlier step)."""
+        best = self.progress.best
+        if best is None or best["step"] == self.progress.step:
+            weights = {name: tensor.cpu() for name, tensor in self.model.state_dict().items()}
+        else:
+            weights = checkpoint.load(self.job_dir / jobfiles.BEST_CHECKPOINT)["model"]
         normalization = {"mean": self.config["mean"], "crop": self.config.get("crop")}
         checkpoint.save(self.job_dir / jobfiles.EXPORTED_MODEL, {
             "model": weights, "network": self.config["network"], "classes": list(self.info.classes),

@@ -352,3 +352,15 @@ def test_inspect_answers():
     assert answer(too_big) == {"ok": False, "error": error_of(layers, too_big["network"]["text"])}
     assert answer({"network": lenet["network"]}) == {"ok": False, "error": "The request lacks 'channels'"}
     assert answer([lenet]) == {"ok": False, "error": "The request must be a JSON object"}
+
+
+def test_building_lenet_does_not_import_torchvision_and_a_resnet_does():
+    script = ("import sys\n"
+              "from trainer.networks import build\n"
+              "build({'source': 'standard', 'name': 'lenet'}, 1, 10, 28, 28)\n"
+              "print('torchvision' in sys.modules)\n"
+              "build({'source': 'standard', 'name': 'resnet18'}, 3, 5, 64, 64)\n"
+              "print('torchvision' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.split() == ["False", "True"], done.stderr

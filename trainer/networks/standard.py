@@ -17,12 +17,13 @@ are customised as layer lists instead (LeNet is built from its list).
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import torch
-import torchvision
 from torch import nn
 
 from trainer.catalog import NETWORKS
@@ -30,6 +31,22 @@ from trainer.networks.layers import build_layers
 from trainer.networks.layerspec import NetworkError, validate_layers
 
 Builder = Callable[[int, int, int, int], nn.Module]
+
+
+class _ImportedOnUse:
+    """A module imported when one of its names is first read. torchvision
+    costs about as much CPU time to import as torch itself, and LeNet and
+    FastNet never use it: a short LeNet job spent a fifth of its CPU time
+    importing it."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(importlib.import_module(self._name), attribute)
+
+
+torchvision = _ImportedOnUse("torchvision")
 
 
 def _upsampled(model: nn.Module, height: int, width: int, minimum: int) -> nn.Module:

@@ -573,7 +573,7 @@ class Run:
         model's own (the best was an earlier step)."""
         best = self.progress.best
         if best is None or best["step"] == self.progress.step:
-            weights = {name: tensor.cpu() for name, tensor in self.model.state_dict().items()}
+            weights = {name: tensor.cpu() for name, tensor in checkpoint.unwrap(self.model).state_dict().items()}
         else:
             weights = checkpoint.load(self.job_dir / jobfiles.BEST_CHECKPOINT)["model"]
         normalization = {"mean": self.config["mean"], "crop": self.config.get("crop")}

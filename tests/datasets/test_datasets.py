@@ -12,6 +12,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from PIL import Image
 
+from datasets import folders
+from digitslike import nulbytes
 from jobs import kinds
 from jobs.models import Job, Status
 from tests.datasetfiles import class_folders, image_bytes, tar_of
@@ -142,7 +144,9 @@ def test_folders_outside_the_roots_are_refused(client, roots, tmp_path):
     assert "not inside the folders this server may read" in response.json()["errors"]["train_folder"][0]["message"]
     assert client.get("/api/folders?path=/etc").status_code == 403
     nul = client.get("/api/folders?path=a%00b")
-    assert nul.status_code == 403 and "is not a name a folder on this server can have" in nul.json()["error"]
+    assert nul.status_code == 400 and nul.json()["error"] == nulbytes.MESSAGE, "refused before the view"
+    with pytest.raises(folders.OutsideRoots, match="is not a name a folder on this server can have"):
+        folders.allowed("a\x00b")
     listing = client.get("/api/folders").json()
     assert [f["path"] for f in listing["folders"]][0] == str(roots)
 

@@ -3,13 +3,17 @@ and 20 page loads a second?
 
 A throwaway stack (its own Redis, SQLite, a real worker) and the web server
 started with the launcher's own command line (what ``make run`` serves: one
-uvicorn process). A job writes an event every ``--step`` seconds into its
-``events.jsonl`` (the trainer reports train, progress and perf events every
-0.5 s: 6 a second; the default of 0.1 s gives 10) and the worker relays them,
-as it relays a trainer's. Two client processes on loopback (asyncio, httpx):
+uvicorn process). A running job's folder gets the events a training run
+writes, as the trainer writes them: ``train``, ``progress`` and ``perf``
+appended together every ``--report`` seconds (the trainer's REPORT_SECONDS,
+0.5), and the worker relays them to Redis as it relays a trainer's. The job
+itself is the test suite's ``sleep`` kind, so no CPU goes to training: on a
+GPU machine the trainer's work is on the GPU. Two client processes on
+loopback (asyncio, httpx):
 
-- ``--streams`` browsers, each with its own connection, follow the job's page
-  stream (``/jobs/<id>/events``, a signed-in session) for the whole run; an
+- ``--streams`` browsers, each with its own connection, open the job's page
+  and follow its stream (``/jobs/<id>/events``, from where the page says,
+  with a signed-in session) for the whole run; an
   event's delay is its arrival minus its ``t`` (the time it was appended to
   the file), so it covers the worker's relay, Redis and the web process;
 - page loads at a fixed ``--rate`` (an open loop: each starts on schedule,
@@ -37,6 +41,8 @@ import json
 import multiprocessing
 import os
 import queue
+import re
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -76,9 +82,9 @@ async def _follow(target: Target, cookie: str, stop: asyncio.Event, opened: list
 
     seqs: list[int] = []
     result.seqs.append(seqs)
-    last_id: str | None = None
     counted = False
     async with _client(cookie, read_timeout=30) as client:
+        last_id = await _open_page(client, f"{target.url}/jobs/{target.job}/", result)
         while not stop.is_set():
             headers = {"Last-Event-ID": last_id} if last_id else {}
             try:
@@ -90,11 +96,28 @@ async def _follow(target: Target, cookie: str, stop: asyncio.Event, opened: list
                     if not counted:
                         counted = True
                         opened.append(time.time())
-                    last_id = await _read(response, stop, seqs, result)
+                    last_id = await _read(response, stop, seqs, result) or last_id
             except httpx.HTTPError as exc:
                 result.errors.append(f"stream dropped: {type(exc).__name__}")
             if not stop.is_set():
                 result.errors.append("stream ended before the run did")
+
+
+async def _open_page(client, url: str, result: StreamResult) -> str | None:
+    """Load the job's page as a browser does before it opens the stream; the
+    page says where the stream starts (``?since=``)."""
+    import httpx
+
+    try:
+        page = await client.get(url)
+    except httpx.HTTPError as exc:
+        result.errors.append(f"job page {type(exc).__name__}")
+        return None
+    found = re.search(r"/events\?since=(\d+)", page.text)
+    if page.status_code != 200 or not found:
+        result.errors.append(f"job page {page.status_code}")
+        return None
+    return found.group(1)
 
 
 async def _read(response, stop: asyncio.Event, seqs: list[int], result: StreamResult) -> str | None:
@@ -164,8 +187,9 @@ async def _load(client, url: str, samples: list, errors: list) -> None:
         errors.append(f"page {response.status_code}")
 
 
-def run_pages(target: Target, rate: float, seconds: float, results) -> None:
-    """Page loads at ``rate`` a second for ``seconds``, each on schedule."""
+def run_pages(target: Target, rate: float, seconds: float, results, done) -> None:
+    """Page loads at ``rate`` a second for ``seconds``, each on schedule; then
+    waits for ``done`` (so that its CPU time can still be read)."""
 
     async def main() -> None:
         samples: list[float] = []
@@ -182,8 +206,40 @@ def run_pages(target: Target, rate: float, seconds: float, results) -> None:
         for client in clients:
             await client.aclose()
         results.put((samples, errors, began, time.time()))
+        await asyncio.to_thread(done.wait, 60)
 
     asyncio.run(main())
+
+
+class Trainer(threading.Thread):
+    """Appends a training run's periodic report to a job's event file, with
+    the trainer's own event kinds and fields, until stopped."""
+
+    def __init__(self, folder, every: float) -> None:
+        super().__init__(daemon=True)
+        self.folder, self.every = folder, every
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        from trainer import eventkinds
+        from trainer import events as eventlog
+
+        step = 0
+        while not self.stopped.wait(self.every):
+            step += 50
+            epoch, loss = step / 1000, 2.3 / (1 + step / 500)
+            eventlog.append(self.folder, eventkinds.TRAIN,
+                            eventkinds.train(step, epoch, loss, 0.01, 128, 25_600.0, 0.02))
+            eventlog.append(self.folder, eventkinds.PROGRESS, {"progress": min(epoch / 30, 1.0), "epoch": epoch,
+                                                               "loss": loss})
+            eventlog.append(self.folder, eventkinds.PERF,
+                            eventkinds.perf(25_600.0, 0.02, 5.0, 2.3e6, 0.31, "cuda:0", 1.5))
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far."""
+    fields = open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -193,22 +249,29 @@ class Phase:
     delays: list[float]
     errors: list[str]
     load: str
+    web_cpu: float       # cores the web process used, on average, while the pages loaded
+    clients_cpu: float   # cores the two client processes used
 
 
-def phase(target: Target, streams: int, rate: float, seconds: float, written) -> Phase:
+def phase(target: Target, web_pid: int, streams: int, rate: float, seconds: float, written) -> Phase:
     """Open ``streams`` streams, then load pages at ``rate`` for ``seconds``;
     return the page latencies, the delays of the events written meanwhile
     and every error, including events a stream missed."""
     context = multiprocessing.get_context("spawn")
     ready, stop_at, stream_results, page_results = context.Event(), context.Queue(), context.Queue(), context.Queue()
+    done = context.Event()
     until = time.time() + CONNECT_SECONDS + seconds + DRAIN_SECONDS + 30
     followers = context.Process(target=run_streams, args=(target, streams, until, ready, stop_at, stream_results))
     followers.start()
     ready.wait(CONNECT_SECONDS + 10)
     time.sleep(1)
-    loader = context.Process(target=run_pages, args=(target, rate, seconds, page_results))
+    loader = context.Process(target=run_pages, args=(target, rate, seconds, page_results, done))
     loader.start()
+    pids = (web_pid, followers.pid, loader.pid)
+    before = [cpu_seconds(pid) for pid in pids]
     pages, errors, start, end = page_results.get(timeout=seconds + PAGE_TIMEOUT_SECONDS + 60)
+    used = [(cpu_seconds(pid) - b) / (end - start) for pid, b in zip(pids, before, strict=True)]
+    done.set()
     load = open("/proc/loadavg").read().split()[0]
     stop_at.put(end + DRAIN_SECONDS)
     result: StreamResult = stream_results.get(timeout=DRAIN_SECONDS + 60)
@@ -219,7 +282,7 @@ def phase(target: Target, streams: int, rate: float, seconds: float, written) ->
     due = [seq for seq, t in written() if start <= t <= end]
     errors += result.errors + _missed(result.seqs, due)
     delays = [delay for t, delay in result.arrivals if start <= t <= end]
-    return Phase("", pages, delays, errors, load)
+    return Phase("", pages, delays, errors, load, used[0], used[1] + used[2])
 
 
 def _missed(per_stream: list[list[int]], due: list[int]) -> list[str]:
@@ -261,7 +324,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60, help="how long the page loads go on")
     parser.add_argument("--baseline-seconds", type=float, default=10)
     parser.add_argument("--users", type=int, default=20, help="the streams and page loads are spread over these")
-    parser.add_argument("--step", type=float, default=0.1, help="seconds between the job's events")
+    parser.add_argument("--report", type=float, default=0.5, help="seconds between the training reports")
     parser.add_argument("--history", type=int, default=30, help="finished jobs listed on the home page")
     args = parser.parse_args()
     if args.streams > args.users * int(os.environ.get("SSE_STREAMS_PER_USER", "20")):
@@ -284,8 +347,7 @@ def main() -> int:
         wait_for(lambda: not Job.objects.exclude(status=Status.DONE).exists(), timeout=30 + args.history * 3,
                  what="the finished jobs")
         finished = Job.objects.first()
-        steps = int((args.baseline_seconds + args.seconds + 2 * CONNECT_SECONDS + 60) / args.step)
-        job = services.submit(users[0], "sleep", "watched", {"steps": steps, "step_seconds": args.step},
+        job = services.submit(users[0], "sleep", "watched", {"steps": 1, "step_seconds": 3600},
                               {"device": "cpu", "count": 1})
         wait_for(lambda: Job.objects.get(pk=job.pk).status == Status.RUNNING, timeout=30, what="the job to run")
         web = stack.start_launched_web()
@@ -301,16 +363,20 @@ def main() -> int:
 
         print(f"machine: {machine()}")
         print(f"web process pid {web.pid}; load average before: {open('/proc/loadavg').read().split()[0]}", flush=True)
-        quiet = phase(target, 1, args.rate, args.baseline_seconds, written)
-        loaded = phase(target, args.streams, args.rate, args.seconds, written)
+        trainer = Trainer(job.folder, args.report)
+        trainer.start()
+        quiet = phase(target, web.pid, 1, args.rate, args.baseline_seconds, written)
+        loaded = phase(target, web.pid, args.streams, args.rate, args.seconds, written)
+        trainer.stopped.set()
         services.abort(Job.objects.get(pk=job.pk), users[0])
     finally:
         stack.close()
-    print(f"job events every {args.step * 1000:.0f} ms; page loads {args.rate:g}/s over {target.pages} "
+    print(f"training reports (3 events) every {args.report * 1000:.0f} ms; page loads {args.rate:g}/s over {target.pages} "
           f"(job page: the watched one; {args.history} finished jobs listed); {args.users} users")
     for name, run, streams, seconds in (("baseline", quiet, 1, args.baseline_seconds),
                                         ("load", loaded, args.streams, args.seconds)):
-        print(f"{name}: {streams} streams, {seconds:g} s, load average (1 min) at the end {run.load}")
+        print(f"{name}: {streams} streams, {seconds:g} s, load average (1 min) at the end {run.load}; "
+              f"CPU: web process {run.web_cpu:.2f} cores, clients {run.clients_cpu:.2f} cores")
         print("  " + show("page load", run.pages))
         print("  " + show("event delay (append -> client)", run.delays))
         print(f"  errors: {summary(run.errors)}")

@@ -156,6 +156,7 @@ async def follow(job_id: int, folder: Path, after_seq: int) -> AsyncIterator[str
                 feed.task.result()  # the feed failed: end the stream with its error, the browser reconnects
                 return
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), timeout=sse.BLOCK_MS / 1000)
+                async with asyncio.timeout(sse.BLOCK_MS / 1000):  # no task per wait, unlike wait_for
+                    await woken.wait()
     finally:
         _leave(job_id, feed)

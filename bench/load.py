@@ -75,18 +75,27 @@ def _client(cookie: str, read_timeout: float) -> object:
                              timeout=httpx.Timeout(PAGE_TIMEOUT_SECONDS, read=read_timeout))
 
 
+@dataclass
+class Browser:
+    """One browser's stream: the seqs it received, and the last event id to
+    resume after."""
+
+    seqs: list[int] = field(default_factory=list)
+    last_id: str | None = None
+
+
 async def _follow(target: Target, cookie: str, stop: asyncio.Event, opened: list, result: StreamResult) -> None:
     """One browser on the job's page: follow its stream until ``stop``,
     reconnecting after ``Last-Event-ID`` like EventSource."""
     import httpx
 
-    seqs: list[int] = []
-    result.seqs.append(seqs)
+    browser = Browser()
+    result.seqs.append(browser.seqs)
     counted = False
     async with _client(cookie, read_timeout=30) as client:
-        last_id = await _open_page(client, f"{target.url}/jobs/{target.job}/", result)
+        browser.last_id = await _open_page(client, f"{target.url}/jobs/{target.job}/", result)
         while not stop.is_set():
-            headers = {"Last-Event-ID": last_id} if last_id else {}
+            headers = {"Last-Event-ID": browser.last_id} if browser.last_id else {}
             try:
                 async with client.stream("GET", f"{target.url}/jobs/{target.job}/events", headers=headers) as response:
                     if response.status_code != 200:
@@ -96,7 +105,7 @@ async def _follow(target: Target, cookie: str, stop: asyncio.Event, opened: list
                     if not counted:
                         counted = True
                         opened.append(time.time())
-                    last_id = await _read(response, stop, seqs, result) or last_id
+                    await _read(response, stop, browser, result)
             except httpx.HTTPError as exc:
                 result.errors.append(f"stream dropped: {type(exc).__name__}")
             if not stop.is_set():
@@ -120,24 +129,23 @@ async def _open_page(client, url: str, result: StreamResult) -> str | None:
     return found.group(1)
 
 
-async def _read(response, stop: asyncio.Event, seqs: list[int], result: StreamResult) -> str | None:
-    """Read SSE frames until ``stop``; return the last event id seen."""
-    last_id, data = None, None
+async def _read(response, stop: asyncio.Event, browser: Browser, result: StreamResult) -> None:
+    """Read SSE frames until ``stop``."""
+    data, event_id = None, None
     async for line in response.aiter_lines():
         if line.startswith("id: "):
-            last_id = line[4:]
+            event_id = line[4:]
         elif line.startswith("data: "):
             data = line[6:]
         elif line == "" and data is not None:
+            browser.last_id = event_id or browser.last_id  # taken when the event is, as EventSource does
             event = json.loads(data)
             if "seq" in event:  # a job event (resources events carry none)
-                now = time.time()
-                seqs.append(event["seq"])
-                result.arrivals.append((event["t"], now - event["t"]))
+                browser.seqs.append(event["seq"])
+                result.arrivals.append((event["t"], time.time() - event["t"]))
             data = None
         if stop.is_set():
             break
-    return last_id
 
 
 def run_streams(target: Target, count: int, until: float, ready, stop_at, results) -> None:

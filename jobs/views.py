@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import prefetch_related_objects
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -61,6 +62,8 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
     # the file the stream skips.
     since = eventseek.last_seq(job.folder)
     job.refresh_from_db()
+    # The page reads the transitions five times over (history, spans, times): once from the database.
+    prefetch_related_objects([job], "transitions")
     context = {
         "job": job,
         "detail": serialize.job_detail(job),

@@ -71,7 +71,10 @@ class StreamResult:
 def _client(cookie: str, read_timeout: float) -> object:
     import httpx
 
-    return httpx.AsyncClient(cookies={"sessionid": cookie}, limits=httpx.Limits(max_connections=None),
+    # Idle connections are dropped before uvicorn's keep-alive (5 s) closes them
+    # under a request, a race a browser retries on and this client would count.
+    return httpx.AsyncClient(cookies={"sessionid": cookie},
+                             limits=httpx.Limits(max_connections=None, keepalive_expiry=2),
                              timeout=httpx.Timeout(PAGE_TIMEOUT_SECONDS, read=read_timeout))
 
 

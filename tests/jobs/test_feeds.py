@@ -7,7 +7,7 @@ import asyncio
 import redis
 
 from accounts.models import ApiToken
-from jobs import eventseek, feeds
+from jobs import eventseek, feeds, streamslots
 from jobs.events import publish
 from tests.jobtools import submit_sleep
 from tests.processes import wait_for
@@ -73,3 +73,20 @@ def test_a_stream_further_behind_than_the_feed_holds_gets_every_event_once(alice
     live, late = asyncio.run(main())
     assert live == list(range(first + 1, total + 1))
     assert late == list(range(1, total + 1))
+
+
+def test_closing_a_stream_lets_go_of_its_jobs_feed_at_once(alice):
+    job = submit_sleep(alice)
+
+    async def main() -> tuple[bool, bool]:
+        slot = streamslots.take(alice.pk, 1)
+        relayed = streamslots.holding(slot, feeds.follow(job.pk, job.folder, 0))
+        await anext(relayed)
+        key = (id(asyncio.get_running_loop()), job.pk)
+        followed = key in feeds._feeds  # the module's own record of the feeds it runs
+        await relayed.aclose()
+        return followed, key in feeds._feeds
+
+    followed, still = asyncio.run(main())
+    assert followed and not still
+    assert streamslots.open_streams(alice.pk) == 0

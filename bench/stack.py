@@ -59,6 +59,20 @@ class Stack:
         self.services.append(service)
         return service
 
+    def start_launched_web(self, **env: str):
+        """The web server exactly as ``make run`` starts it (the launcher's
+        command line), on a free port of this machine."""
+        from digitslike import launch
+        from tests.processes import Service, wait_answers
+
+        port = free_port()
+        argv = next(s.argv for s in launch.services(None, "127.0.0.1", str(port)) if s.name == "web")
+        service = Service(argv, {"DATABASE_URL": self.db_url, **env}, self.folder / "web.log")
+        service.url = f"http://127.0.0.1:{port}"
+        self.services.append(service)
+        wait_answers(service.process, service.url, service.output, timeout=30)
+        return service
+
     def close(self) -> None:
         for service in self.services:
             service.stop()

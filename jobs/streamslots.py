@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 _open: Counter[int] = Counter()
 
@@ -34,9 +34,11 @@ def open_streams(user_id: int) -> int:
     return _open[user_id]
 
 
-def holding(slot: Slot, stream: AsyncIterator[str]) -> AsyncIterator[str]:
+def holding(slot: Slot, stream: AsyncGenerator[str, None]) -> AsyncIterator[str]:
     """``stream``, giving the slot back when it ends, is closed (the browser
-    went away), or is dropped without ever being started."""
+    went away), or is dropped without ever being started. Closing it closes
+    ``stream`` at once too, so what that holds (a job's feed) is let go then,
+    not whenever the garbage collector gets to it."""
 
     async def relay() -> AsyncIterator[str]:
         try:
@@ -44,6 +46,7 @@ def holding(slot: Slot, stream: AsyncIterator[str]) -> AsyncIterator[str]:
                 yield chunk
         finally:
             slot.release()
+            await stream.aclose()
 
     relayed = relay()
     weakref.finalize(relayed, slot.release)

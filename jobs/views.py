@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import prefetch_related_objects
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -14,7 +15,7 @@ from django.views.decorators.http import require_POST
 from digitslike.api import ActionError, error, whole_number
 from trainer import jobfiles
 
-from . import bus, eventseek, kinds, resources, serialize, services, sse, streamslots
+from . import bus, eventseek, feeds, kinds, resources, serialize, services, sse, streamslots
 from .forms import JobEditForm
 from .logfile import tail_lines
 from .models import Job
@@ -64,6 +65,8 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
     # the file the stream skips.
     since = eventseek.last_seq(job.folder)
     job.refresh_from_db()
+    # The page reads the transitions five times over (history, spans, times): once from the database.
+    prefetch_related_objects([job], "transitions")
     context = {
         "job": job,
         "detail": serialize.job_detail(job),
@@ -163,7 +166,7 @@ async def job_events(request: HttpRequest, job_id: int) -> HttpResponse:
         return error("No such job.", 404)
     last = request.headers.get("Last-Event-ID") or request.GET.get("since") or "0"
     after = whole_number(last, MAX_SEQ) or 0
-    return await _stream(request, sse.job_events(job.pk, job.folder, after))
+    return await _stream(request, feeds.follow(job.pk, job.folder, after))
 
 
 async def jobs_events(request: HttpRequest) -> HttpResponse:

@@ -71,6 +71,12 @@ MILESTONES = "Milestones (% of training)"
         ({"name": "onecycle"}, 65, 100, 1e-5 + 0.5 * (0.1 - 1e-5)),
         ({"name": "onecycle"}, 100, 100, 1e-5),
         ({"name": "onecycle", "warmup_percent": 50.0}, 0, 100, 0.004),
+        ({"name": "linear"}, 0, 100, 0.02),
+        ({"name": "linear"}, 10, 100, 0.1 * (0.2 + 0.8 * 10 / 23)),
+        ({"name": "linear"}, 23, 100, 0.1),
+        ({"name": "linear"}, 50, 100, 0.1 * (1 - 0.93 * 27 / 77)),
+        ({"name": "linear"}, 100, 100, 0.007),
+        ({"name": "linear", "start_factor": 0.0, "peak_percent": 50.0, "end_factor": 0.5}, 75, 100, 0.075),
     ],
 )
 def test_policies_match_hand_computed_values(policy, step, total, expected):
@@ -177,7 +183,7 @@ def test_effective_lr_and_scaled_warmup():
     [
         ("step", "The learning rate policy must be an object with a name."),
         ({"name": "bogus"}, "Unknown learning rate policy 'bogus'; choose one of fixed, step, multistep, exp, inv, poly, "
-         "sigmoid, cosine, onecycle."),
+         "sigmoid, cosine, onecycle, linear."),
         ({"name": "step", "step_percent": 0}, "Step size (% of training) must be more than 0 and at most 100."),
         ({"name": "step", "step_percent": -5}, "Step size (% of training) must be more than 0 and at most 100."),
         ({"name": "step", "gamma": -0.1}, "Gamma must be more than 0."),

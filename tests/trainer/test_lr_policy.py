@@ -176,6 +176,7 @@ def test_effective_lr_and_scaled_warmup():
     assert warmup_for({"name": "cosine"}, 4, True)["warmup_percent"] == 5.0
     assert warmup_for({**step, "warmup_percent": 12.0}, 4, True)["warmup_percent"] == 12.0
     assert warmup_for({"name": "onecycle"}, 4, True) == {"name": "onecycle"}
+    assert warmup_for({"name": "linear"}, 4, True) == {"name": "linear"}, "it has its own ramp"
 
 
 @pytest.mark.parametrize(
@@ -225,6 +226,9 @@ def test_describe_says_what_the_policy_does():
     assert describe({"name": "multistep"}, 0.1) == "multistep: 0.1, ×0.1 at 50%, 75% of training"
     assert describe({"name": "onecycle", "warmup_percent": 5.0}, 0.1) == (
         "onecycle: 0.004 up to 0.1 over 30% of training, then cosine down to 1e-05"
+    )
+    assert describe({"name": "linear"}, 1.5) == (
+        "linear: 0.3 up to 1.5 at 23% of training, then down to 0.105 at the end"
     )
     for name in DEFAULTS:
         line = describe({"name": name}, 0.1)

@@ -59,6 +59,7 @@ _SHAPES: dict[str, dict[str, Any]] = {
     "batch_schedule": {"description": "[[epoch, batch size], …] or \"10:128, 20:256\""},
     "gpu_ids": {"description": "GPU indices, a list or comma-separated"},
     "early_stopping": {"description": "none, val_loss or val_top1 (with patience), or {metric, patience}"},
+    "averaging": {"description": "none, ema or lookahead (with average_decay, average_every), or {kind, decay, every}"},
 }
 _ADDED: dict[str, dict[str, Any]] = {
     "dataset": {"type": "integer", "description": "a done dataset job"},

@@ -111,7 +111,7 @@ class Run:
         if self.total_steps == 0:
             raise TrainingError("The training split has fewer images than one batch per process: "
                                 "lower the batch size or use a larger dataset.")
-        self.average = averaging.make(self.model, config.get("averaging"), self.total_steps)
+        self.average = averaging.make(checkpoint.unwrap(self.model), config.get("averaging"), self.total_steps)
         self.unchecked_loss = torch.zeros((), device=self.device)  # losses since the processes last agreed
         self.policy = lr_policy.warmup_for(config["lr_policy"], place.world_size, config["scale_lr"])
         self.base_lr = lr_policy.effective_lr(config["lr"], place.world_size, config["scale_lr"])

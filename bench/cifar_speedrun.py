@@ -2,15 +2,18 @@
 
 Imports the CIFAR-10 JPEG folders (``cifar10/train``, ``cifar10/test`` in the
 archive) as a 32×32 raw dataset with the test images as the validation split,
-then creates a model with the New model form's fields: the fast small-image
-network (airbench), Nesterov SGD, flips and 2-pixel translation, label
-smoothing. Prints the import time, the time from "create" to the result, the
-training time and the accuracy reached.
+then creates a model with the New model form's fields: the speed-run preset
+(airbench94, ``training.presets``), or the baseline this benchmark used
+before (the fast network with Nesterov SGD and a one-cycle schedule), or
+both on the same import with their ratio. Prints the import time, the time
+from "create" to the result, the training time and the accuracy reached.
 
     .venv/bin/python bench/cifar_speedrun.py [--archive PATH] [--train-per-class N] [--epochs E]
+        [--recipe airbench|baseline|both] [--seed S] [--precision fp32|bf16]
 
-On a GPU the defaults are the full set and 10 epochs in bf16; on the CPU use a
-short budget, e.g. ``--train-per-class 1000 --val-per-class 200 --epochs 2``.
+On a GPU the defaults are the full set and the preset's 10 epochs in bf16; on
+the CPU use fp32 and a short budget, e.g. ``--train-per-class 1000
+--val-per-class 200 --epochs 2 --recipe both``.
 """
 
 from __future__ import annotations
@@ -57,19 +60,30 @@ def import_dataset(stack: Stack, owner, args: argparse.Namespace) -> int:
     return job.pk
 
 
-def train(owner, dataset: int, args: argparse.Namespace) -> None:
+# The settings this benchmark used before the airbench recipe was complete:
+# the fast network with plain Nesterov SGD and a one-cycle schedule.
+BASELINE = {
+    "network_source": "standard", "standard_network": "fastnet", "solver": "nesterov", "lr": "0.4", "momentum": 0.85,
+    "weight_decay": 5e-4, "lr_policy": "onecycle", "flip": "horizontal", "translate": 2, "label_smoothing": 0.2,
+    "mean": "pixel",
+}
+
+
+def train(owner, dataset: int, recipe: str, args: argparse.Namespace) -> dict:
+    """One model of ``recipe`` (``airbench``: the form's speed-run preset;
+    ``baseline``: the settings above); returns its result event."""
     from trainer import events
     from training.forms import NewModelForm
     from training.jsondata import api_data
+    from training.presets import SPEEDRUN
 
     gpu = args.precision != "fp32"
+    chosen = dict(SPEEDRUN) if recipe == "airbench" else {**BASELINE, "batch_size": str(args.batch)}
+    epochs = args.epochs or chosen.get("epochs") or SPEEDRUN["epochs"]
     fields = {
-        "dataset": dataset, "name": "airbench", "network_source": "standard", "standard_network": "fastnet",
-        "epochs": args.epochs, "val_interval": args.epochs, "snapshot_interval": args.epochs,
-        "batch_size": str(args.batch), "solver": "nesterov", "lr": str(args.lr), "momentum": 0.85,
-        "weight_decay": 5e-4, "lr_policy": "onecycle", "flip": "horizontal", "translate": 2, "label_smoothing": 0.2,
-        "mean": "pixel", "precision": args.precision, "channels_last": gpu,
-        "device": "gpu" if gpu else "cpu", "seed": 0,
+        **chosen, "dataset": dataset, "name": recipe, "epochs": epochs, "val_interval": epochs,
+        "snapshot_interval": epochs, "precision": args.precision, "channels_last": gpu,
+        "device": "gpu" if gpu else "cpu", "seed": args.seed,
     }
     form = NewModelForm(api_data(NewModelForm, fields), user=owner)
     if not form.is_valid():
@@ -78,9 +92,11 @@ def train(owner, dataset: int, args: argparse.Namespace) -> None:
     job = form.submit(owner)[0]
     finished = wait_done(job.pk)
     result = next(e["data"] for e in reversed(events.read_all(job.folder)) if e["kind"] == "result")
-    print(f"fastnet, {args.epochs} epochs, batch {args.batch}, {args.precision}: "
+    print(f"{recipe}: fastnet, {epochs} epochs, batch {fields['batch_size']}, {args.precision}, seed {args.seed}: "
           f"training {result['train_seconds']:.1f} s ({result['images_per_s']:.0f} images/s), "
-          f"create → result {finished - start:.1f} s, val (CIFAR-10 test) top-1 {result['final']['val_top1']:.4f}")
+          f"create → result {finished - start:.1f} s, val (CIFAR-10 test) top-1 {result['final']['val_top1']:.4f}",
+          flush=True)
+    return result
 
 
 def main() -> None:
@@ -88,17 +104,25 @@ def main() -> None:
     parser.add_argument("--archive", type=Path, default=ARCHIVE)
     parser.add_argument("--train-per-class", type=int, default=0, help="0: all 5,000")
     parser.add_argument("--val-per-class", type=int, default=0, help="0: all 1,000 test images")
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--batch", type=int, default=1024)
-    parser.add_argument("--lr", type=float, default=0.4)
+    parser.add_argument("--epochs", type=int, default=0, help="0: the preset's (10); the baseline's too")
+    parser.add_argument("--batch", type=int, default=1024, help="the baseline's batch size")
+    parser.add_argument("--recipe", choices=("airbench", "baseline", "both"), default="airbench",
+                        help="both: the baseline, then the preset, on the same import, with their ratio")
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--precision", default="bf16", help="fp32 on the CPU")
     args = parser.parse_args()
     stack = Stack()
     try:
         owner = stack.user()
         stack.start_worker()
-        print(f"machine: {machine()}")
-        train(owner, import_dataset(stack, owner, args), args)
+        print(f"machine: {machine()}", flush=True)
+        dataset = import_dataset(stack, owner, args)
+        recipes = ("baseline", "airbench") if args.recipe == "both" else (args.recipe,)
+        results = {recipe: train(owner, dataset, recipe, args) for recipe in recipes}
+        if len(results) == 2:
+            before, after = results["baseline"], results["airbench"]
+            print(f"airbench / baseline: top-1 {after['final']['val_top1'] / before['final']['val_top1']:.3f}×, "
+                  f"training time {after['train_seconds'] / before['train_seconds']:.2f}×")
     finally:
         stack.close()
 

@@ -53,12 +53,13 @@ def _body(schema: dict[str, Any]) -> dict[str, Any]:
 _NUMBERS = {"description": "one number, or several (a list, or text separated by commas) for a sweep"}
 _SHAPES: dict[str, dict[str, Any]] = {
     "lr": _NUMBERS, "batch_size": _NUMBERS,
-    "lr_policy": {"description": "a policy name (fixed, step, multistep, exp, inv, poly, sigmoid, cosine, onecycle) "
+    "lr_policy": {"description": "a policy name (fixed, step, multistep, exp, inv, poly, sigmoid, cosine, onecycle, linear) "
                                  "with its parameters as fields, or the params' object {name, step_percent, …}"},
     "milestones_percent": {"description": "percentages, e.g. [50, 75] or \"50, 75\""},
     "batch_schedule": {"description": "[[epoch, batch size], …] or \"10:128, 20:256\""},
     "gpu_ids": {"description": "GPU indices, a list or comma-separated"},
     "early_stopping": {"description": "none, val_loss or val_top1 (with patience), or {metric, patience}"},
+    "averaging": {"description": "none, ema or lookahead (with average_decay, average_every), or {kind, decay, every}"},
 }
 _ADDED: dict[str, dict[str, Any]] = {
     "dataset": {"type": "integer", "description": "a done dataset job"},

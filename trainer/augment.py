@@ -9,7 +9,10 @@ The work is split in three parts so that the loader can run them around the
 mean subtraction without extra passes over the pixels:
 
 - ``positions``: translation (reflect-padded random crop back to size),
-  random crop (centre crop in evaluation) and flips are pure re-indexings;
+  random crop (centre crop in evaluation) and flips are pure re-indexings
+  (the ``alternating`` flip is airbench's: a fixed half of the images,
+  chosen by a hash of their number in the split and the seed, is mirrored in
+  even epochs and the other half in odd ones);
   they come out as per-image row and column indices into the full image,
   applied by one gather (``take``) straight from the stored pixels, and the
   image mean is gathered at the same places (so it is subtracted from the
@@ -24,13 +27,15 @@ mean subtraction without extra passes over the pixels:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-FLIPS = ("none", "horizontal", "vertical", "both")
+FLIPS = ("none", "horizontal", "vertical", "both", "alternating")
+HASH_MULTIPLIER = 0x9E3779B1  # Knuth's multiplicative hash: its top bit halves any run of image numbers
 GREY = (0.299, 0.587, 0.114)  # ITU-R 601 luma, as torchvision and PIL use
 
 Positions = tuple[Tensor, Tensor]
@@ -61,6 +66,7 @@ class Augment:
         if self.scale >= 1:
             raise ValueError(f"scale must be under 1 (a zoom factor in [1 - scale, 1 + scale]), not {self.scale}")
         self.train = train
+        self.flip_salt = int(config.get("seed") or 0) * HASH_MULTIPLIER
         self.device = torch.device(device)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(generator_seed)
@@ -73,29 +79,47 @@ class Augment:
             raise ValueError(f"The crop size {self.crop} is larger than the images ({height}×{width}).")
         return self.crop, self.crop
 
-    def positions(self, n: int, height: int, width: int) -> Positions | None:
+    def positions(self, n: int, height: int, width: int, images: Tensor | None = None, epoch: int = 0) -> Positions | None:
         """Where each output pixel of ``n`` images comes from: rows (``n``×h or
         1×h) and columns (``n``×w or 1×w) of the full image; None when the
-        images stay as they are."""
+        images stay as they are. ``images``: their numbers in the split (on
+        the device) and ``epoch``, which the alternating flip needs."""
         out_h, out_w = self.output_size(height, width)
         if not self.train:
             return centre_crop(height, width, self.crop, self.device)
         vertical = self.flip in ("vertical", "both")
-        horizontal = self.flip in ("horizontal", "both")
+        horizontal = self.flip in ("horizontal", "both", "alternating")
         if (out_h, out_w) == (height, width) and not self.translate and not vertical and not horizontal:
             return None
-        return self._axis(n, height, out_h, vertical), self._axis(n, width, out_w, horizontal)
+        rows = self._axis(n, height, out_h, (lambda: self._random_flips(n)) if vertical else None)
+        return rows, self._axis(n, width, out_w, (lambda: self._horizontal_flips(n, images, epoch)) if horizontal else None)
 
-    def _axis(self, n: int, size: int, out: int, flip: bool) -> Tensor:
+    def _horizontal_flips(self, n: int, images: Tensor | None, epoch: int) -> Tensor:
+        if self.flip != "alternating":
+            return self._random_flips(n)
+        if images is None:
+            raise ValueError("the alternating flip needs the images' numbers in the split")
+        return (self.alternate_half(images) ^ (epoch % 2)).bool()[:, None]
+
+    def alternate_half(self, images: Tensor) -> Tensor:
+        """1 for the images (numbers in the split) the alternating flip
+        mirrors in even epochs, 0 for the others."""
+        return ((images * HASH_MULTIPLIER + self.flip_salt) % 2**32) >> 31
+
+    def _random_flips(self, n: int) -> Tensor:
+        return self._rand(n, 1) < 0.5
+
+    def _axis(self, n: int, size: int, out: int, flips: Callable[[], Tensor] | None) -> Tensor:
         """Indices along one axis: a random crop window, shifted by a random
-        translation with reflection at the borders, maybe reversed."""
+        translation with reflection at the borders, reversed where ``flips()``
+        (n×1, drawn after the shifts) holds True."""
         index = torch.arange(out, device=self.device)[None]
         if size > out:
             index = index + self._randint(0, size - out + 1, n)
         if self.translate:
             index = reflect(index + self._randint(-self.translate, self.translate + 1, n), size)
-        if flip:
-            index = torch.where(self._rand(n, 1) < 0.5, index.flip(1), index)
+        if flips is not None:
+            index = torch.where(flips(), index.flip(1), index)
         return index
 
     def photometric(self, x: Tensor) -> Tensor:

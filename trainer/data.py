@@ -399,16 +399,19 @@ class Batches:
     def _gathered(self, begin: int) -> Iterator[tuple[Tensor, Tensor]]:
         split, size = self.split, self.batch_size
         on_device = split.device == self.device
-        order = self.order().to(split.device)
+        order = self.order()
+        numbers = order.to(self.device)  # the images' numbers in the split, for the augmentation
+        order = order.to(split.device)
         for number in range(begin, len(self)):
             started = time.perf_counter()
             chosen = order[number * size:(number + 1) * size]
+            numbered = numbers[number * size:(number + 1) * size]
             if on_device:
-                x = self._prepare(split.images, chosen)
+                x = self._prepare(split.images, chosen, numbered)
                 y = split.labels.index_select(0, chosen)
             else:
                 pixels = take(split.images, chosen, None).to(self.device, non_blocking=True)
-                x = self._prepare(pixels, None)
+                x = self._prepare(pixels, None, numbered)
                 y = split.labels.index_select(0, chosen).to(self.device, non_blocking=True)
             self.data_wait_seconds += time.perf_counter() - started
             self.index = number + 1
@@ -417,6 +420,7 @@ class Batches:
     def _streamed(self, begin: int) -> Iterator[tuple[Tensor, Tensor]]:
         size = self.batch_size
         order = self.order()
+        numbers = order.to(self.device)
         self._sampler.batches = [order[number * size:(number + 1) * size] for number in range(begin, len(self))]
         if self._loader is None:
             self._loader = DataLoader(self.split.reader, batch_size=None, sampler=self._sampler,
@@ -427,19 +431,20 @@ class Batches:
             started = time.perf_counter()
             pixels, labels = next(batches)
             pixels = pixels.to(self.device, non_blocking=True)
-            x = self._prepare(pixels, None)
+            x = self._prepare(pixels, None, numbers[number * size:(number + 1) * size])
             y = labels.to(self.device, non_blocking=True)
             self.data_wait_seconds += time.perf_counter() - started
             self.index = number + 1
             yield x, y
 
-    def _prepare(self, images: Tensor, chosen: Tensor | None) -> Tensor:
+    def _prepare(self, images: Tensor, chosen: Tensor | None, numbers: Tensor) -> Tensor:
         """The network input of ``images[chosen]`` (uint8 N×H×W×C on the device;
-        all of them when ``chosen`` is None): one gather at the crop's
-        positions, then colour changes, the mean, rotation/scale and the memory layout."""
+        all of them when ``chosen`` is None), whose numbers in the split are
+        ``numbers``: one gather at the crop's positions, then colour changes,
+        the mean, rotation/scale and the memory layout."""
         count, height, width, _ = images.shape
         count = count if chosen is None else len(chosen)
-        positions = (self.augment.positions(count, height, width) if self.augment
+        positions = (self.augment.positions(count, height, width, numbers, self.epoch) if self.augment
                      else self.normalizer.positions(height, width))
         x = unit(take(images, chosen, positions))
         if self.augment:

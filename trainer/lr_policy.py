@@ -18,8 +18,11 @@ with the iteration replaced by the percentage of training done, ``p*100``:
 - cosine: ``base * 0.5 * (1 + cos(pi * p))``
 - onecycle: linear from ``base/25`` up to ``base`` over the first 30%, then a
   half cosine down to ``base/1e4`` (the shape of PyTorch's OneCycleLR)
+- linear: piecewise linear, from ``base * start_factor`` up to ``base`` at
+  ``peak_percent``, then down to ``base * end_factor`` at the end (airbench's
+  schedule: 0.2, 23%, 0.07)
 
-Every policy but onecycle (which has its own ramp) takes ``warmup_percent``:
+Every policy but onecycle and linear (which have their own ramp) takes ``warmup_percent``:
 during the first ``warmup_percent`` of training the rate is multiplied by
 ``(step + 1) / warmup_steps``, a linear ramp from almost 0 to the policy's rate.
 
@@ -44,6 +47,7 @@ POLICIES: list[tuple[str, str, list[str]]] = [
     ("sigmoid", "Sigmoid decay", ["step_percent", "gamma", "warmup_percent"]),
     ("cosine", "Cosine annealing", ["warmup_percent"]),
     ("onecycle", "One cycle", []),
+    ("linear", "Piecewise linear: up to a peak, then down", ["start_factor", "peak_percent", "end_factor"]),
 ]
 """(name, label, parameters the policy uses), in the form's order."""
 
@@ -53,6 +57,9 @@ PARAM_DEFAULTS: dict[str, Any] = {
     "milestones_percent": [50.0, 75.0],
     "power": 1.0,
     "warmup_percent": 0.0,
+    "start_factor": 0.2,
+    "peak_percent": 23.0,
+    "end_factor": 0.07,
 }
 """The form's initial values (those of the default policy, step)."""
 
@@ -66,6 +73,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "sigmoid": {"step_percent": 50.0, "gamma": -0.1, "warmup_percent": 0.0},
     "cosine": {"warmup_percent": 0.0},
     "onecycle": {},
+    "linear": {"start_factor": 0.2, "peak_percent": 23.0, "end_factor": 0.07},
 }
 """Per policy, the parameters it uses and the values it takes when one is missing."""
 
@@ -75,6 +83,9 @@ PARAM_LABELS: dict[str, str] = {
     "milestones_percent": "Milestones (% of training)",
     "power": "Power",
     "warmup_percent": "Warmup (% of training)",
+    "start_factor": "Start (× base rate)",
+    "peak_percent": "Peak at (% of training)",
+    "end_factor": "End (× base rate)",
 }
 
 ONECYCLE_PEAK_PERCENT = 30.0
@@ -153,7 +164,18 @@ def _policy_lr(params: dict[str, Any], base: float, percent: float) -> float:
         return 0.0 if exponent > 700 else base / (1.0 + math.exp(exponent))
     if name == "cosine":
         return base * 0.5 * (1.0 + math.cos(math.pi * progress))
+    if name == "linear":
+        return _linear(params, base, percent)
     return _onecycle(base, percent)
+
+
+def _linear(params: dict[str, Any], base: float, percent: float) -> float:
+    peak = float(params["peak_percent"])
+    start, end = float(params["start_factor"]), float(params["end_factor"])
+    if percent < peak:
+        return base * (start + (1.0 - start) * percent / peak)
+    fraction = (percent - peak) / (100.0 - peak) if peak < 100 else 1.0
+    return base * (1.0 + (end - 1.0) * fraction)
 
 
 def _onecycle(base: float, percent: float) -> float:
@@ -185,10 +207,10 @@ def warmup_for(policy: Mapping[str, Any], world_size: int, scale_lr: bool) -> di
     """A copy of the policy whose warmup is at least 5% when the rate is scaled up.
 
     A scaled rate needs a gradual warmup (Goyal et al. 2017); onecycle already
-    starts low and is returned unchanged.
+    and linear already start low and are returned unchanged.
     """
     adjusted = dict(policy)
-    if scale_lr and world_size > 1 and adjusted.get("name") != "onecycle":
+    if scale_lr and world_size > 1 and "warmup_percent" in DEFAULTS.get(adjusted.get("name"), {}):
         current = adjusted.get("warmup_percent") or 0.0
         adjusted["warmup_percent"] = max(float(current), SCALED_WARMUP_PERCENT)
     return adjusted
@@ -238,6 +260,11 @@ def validate(policy: Any) -> list[str]:
         check("power", power is not None and power >= 0, "must not be negative")
     if name == "multistep":
         problems.extend(_milestone_problems(params["milestones_percent"]))
+    if name == "linear":
+        peak = numbers.get("peak_percent")
+        check("peak_percent", peak is not None and 0 < peak < 100, "must be more than 0 and below 100")
+        for key in ("start_factor", "end_factor"):
+            check(key, numbers.get(key) is not None and numbers[key] >= 0, "must not be negative")
     return problems or _growth_problems(params)
 
 
@@ -311,6 +338,10 @@ def describe(policy: Mapping[str, Any], base_lr: float) -> str:
         text = f"sigmoid: {base}, halved at {_percent(params['step_percent'])} of training, gamma {params['gamma']:g}"
     elif name == "cosine":
         text = f"cosine: {base} down to 0 along a half cosine"
+    elif name == "linear":
+        start, end = float(base_lr) * float(params["start_factor"]), float(base_lr) * float(params["end_factor"])
+        return (f"linear: {start:g} up to {base} at {_percent(params['peak_percent'])} of training, "
+                f"then down to {end:g} at the end")
     else:
         start = float(base_lr) / ONECYCLE_START_DIVISOR
         end = float(base_lr) / ONECYCLE_END_DIVISOR

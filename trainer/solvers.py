@@ -4,6 +4,15 @@ The trainer sets the learning rate itself before every step (``set_lr`` with
 the value of ``lr_policy.lr_at``), so no torch LR scheduler is involved and a
 resumed job follows exactly the rate it would have had.
 
+``parameter_groups`` splits a model's parameters for the optimiser: the
+biases of its BatchNorm layers may take their own multiple of the rate and
+their own weight decay (airbench's 64× rate for them), and some parameters
+may train for the first epochs only (airbench's whitening bias). Each group
+carries its ``lr_scale`` and ``last_epoch``; ``set_lr`` applies them, so a
+group past its last epoch gets a rate of 0 and its parameters stop changing,
+while every parameter keeps its gradient (DDP's all-reduce sees the same
+parameters at every step).
+
 LARS and LAMB keep every quantity on the parameters' device: trust ratios are
 chosen with ``torch.where`` rather than Python conditions on norms, so a step
 never waits for the device.
@@ -19,7 +28,9 @@ from torch import Tensor
 
 from .catalog import SOLVERS, uses_momentum
 
-__all__ = ["LAMB", "LARS", "SOLVERS", "make_optimizer", "set_lr", "uses_momentum"]
+__all__ = ["LAMB", "LARS", "SOLVERS", "make_optimizer", "parameter_groups", "set_lr", "uses_momentum"]
+
+EVERY_EPOCH = 2**31  # the ``last_epoch`` of a group that always trains
 
 
 Params = Iterable[Tensor] | Iterable[dict[str, Any]]
@@ -57,10 +68,35 @@ def make_optimizer(name: str, params: Params, lr: float, momentum: float, weight
     raise ValueError(f"unknown solver {name!r}; choose one of {names}")
 
 
-def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
-    """Give every parameter group of ``optimizer`` the learning rate ``lr``."""
+def parameter_groups(model: torch.nn.Module, weight_decay: float, norm_bias_lr_scale: float | None = None,
+                     norm_bias_weight_decay: float | None = None,
+                     limited: dict[int, int] | None = None) -> list[dict[str, Any]]:
+    """``model``'s parameters as optimiser groups, the empty ones left out:
+    BatchNorm biases with ``norm_bias_lr_scale`` × the rate and
+    ``norm_bias_weight_decay`` (each the others' when None), the rest with
+    ``weight_decay``. ``limited`` maps ``id(parameter)`` to the last epoch
+    (0-based) it trains in; those parameters get groups of their own."""
+    limited = limited or {}
+    norm_biases = {id(module.bias) for module in model.modules()
+                   if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.bias is not None}
+    norm = {"lr_scale": 1.0 if norm_bias_lr_scale is None else norm_bias_lr_scale,
+            "weight_decay": weight_decay if norm_bias_weight_decay is None else norm_bias_weight_decay}
+    other = {"lr_scale": 1.0, "weight_decay": weight_decay}
+    groups: dict[tuple[str, int], dict[str, Any]] = {}
+    for param in model.parameters():
+        kind = "norm" if id(param) in norm_biases else "other"
+        last = limited.get(id(param), EVERY_EPOCH)
+        group = groups.setdefault((kind, last), {"params": [], **(norm if kind == "norm" else other), "last_epoch": last})
+        group["params"].append(param)
+    return list(groups.values())
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float, epoch: int = 0) -> None:
+    """Give each parameter group of ``optimizer`` the learning rate ``lr``
+    times its ``lr_scale`` (1 when absent), or 0 after its ``last_epoch``."""
     for group in optimizer.param_groups:
-        group["lr"] = lr
+        trains = epoch <= group.get("last_epoch", EVERY_EPOCH)
+        group["lr"] = lr * group.get("lr_scale", 1.0) if trains else 0.0
 
 
 def _adapted(param: Tensor) -> bool:
@@ -106,6 +142,8 @@ class LARS(torch.optim.Optimizer):
         for group in self.param_groups:
             lr, momentum = group["lr"], group["momentum"]
             decay, trust = group["weight_decay"], group["trust_coefficient"]
+            if lr == 0:  # the momentum holds past rates: a group at rate 0 stops here, as with the other solvers
+                continue
             for param in group["params"]:
                 if param.grad is None:
                     continue

@@ -52,7 +52,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from . import checkpoint, diskspace, eventkinds, events, jobfiles, lr_policy, solvers, telemetry
+from . import averaging, checkpoint, diskspace, eventkinds, events, jobfiles, lr_policy, solvers, telemetry, tta
 from .data import Augment, Batches, DatasetInfo, Normalizer, SplitData, load_split
 from .distributed import DeviceError, Placement, exit_process, setup
 from .networks import NetworkError, build, summary
@@ -60,7 +60,7 @@ from .networks import NetworkError, build, summary
 REPORT_SECONDS = 0.5     # train events and progress
 HARDWARE_SECONDS = 5.0
 # What only resuming reads: kept in checkpoints/last.pt alone.
-RESUME_ONLY = ("optimizer", "scaler", "augment", "rng_cpu", "rng_cuda")
+RESUME_ONLY = ("optimizer", "scaler", "augment", "rng_cpu", "rng_cuda", "training_weights")
 STOP_CHECK_STEPS = 10    # optimiser steps: with several processes, they agree on stopping this often
 WARMUP_STEPS = 5         # batches timed apart from training (at most half the run's)
 HOST_DATA_BUDGET = 8 * 2**30  # bytes of pixels held whole on a machine, all splits and processes together
@@ -114,9 +114,11 @@ class Run:
         if self.total_steps == 0:
             raise TrainingError("The training split has fewer images than one batch per process: "
                                 "lower the batch size or use a larger dataset.")
+        self.average = averaging.make(checkpoint.unwrap(self.model), config.get("averaging"), self.total_steps)
         self.unchecked_loss = torch.zeros((), device=self.device)  # losses since the processes last agreed
         self.policy = lr_policy.warmup_for(config["lr_policy"], place.world_size, config["scale_lr"])
         self.base_lr = lr_policy.effective_lr(config["lr"], place.world_size, config["scale_lr"])
+        self.lr = self.base_lr  # the policy's rate at the last update (parameter groups take multiples of it)
         self.hardware = telemetry.Hardware([int(d.removeprefix("gpu")) for d in config.get("devices", [])
                                             if d.startswith("gpu")])
         self.profile = telemetry.Profile(job_dir, self.device)
@@ -198,7 +200,7 @@ class Run:
         if config.get("channels_last"):
             model.to(memory_format=torch.channels_last)
         self.model = model
-        self.optimizer = solvers.make_optimizer(config["solver"], model.parameters(), config["lr"],
+        self.optimizer = solvers.make_optimizer(config["solver"], self._parameter_groups(model), config["lr"],
                                                 config["momentum"], config["weight_decay"])
         wrapped: torch.nn.Module = model
         self.ddp: DistributedDataParallel | None = None
@@ -209,6 +211,21 @@ class Run:
         # pass; ``no_sync`` is then asked of the DDP module itself.
         self.net = torch.compile(wrapped) if config.get("compile") else wrapped
         self.criterion = torch.nn.CrossEntropyLoss(label_smoothing=float(config.get("label_smoothing") or 0.0))
+        self.predict = tta.predictor(config.get("tta") or "none")
+
+    def _parameter_groups(self, model: torch.nn.Module) -> list[dict[str, Any]]:
+        """The optimiser's groups: BatchNorm biases at their own rate and
+        weight decay when asked, and the whitening bias (FastNet's) trained
+        for the first ``whiten_bias_epochs`` only."""
+        config = self.config
+        limited: dict[int, int] = {}
+        if config.get("whiten_bias_epochs"):
+            if not hasattr(model, "whitening_bias"):
+                raise TrainingError("Only a network with a whitening layer (the fast small-image network) can train "
+                                    "its whitening bias for the first epochs only: clear that option.")
+            limited[id(model.whitening_bias())] = int(config["whiten_bias_epochs"]) - 1  # last epoch, from 0
+        return solvers.parameter_groups(model, config["weight_decay"], config.get("norm_bias_lr_scale"),
+                                        config.get("norm_bias_weight_decay"), limited)
 
     def _sample_images(self, count: int) -> torch.Tensor:
         return self.normalizer(self.splits["train"].head(count).to(self.device))
@@ -234,7 +251,8 @@ class Run:
     def state(self) -> dict[str, Any]:
         augment_states = self.place.gather(self.augment.state_dict())
         return {
-            "model": checkpoint.unwrap(self.model).state_dict(),
+            "model": self.average.weights(),  # what the job delivers: the average where there is one
+            "training_weights": self.average.training_weights(),
             "optimizer": self.optimizer.state_dict(),
             "scaler": self.scaler.state_dict(),
             "progress": vars(self.progress) | {},
@@ -262,7 +280,8 @@ class Run:
 
     def resume(self) -> None:
         state = checkpoint.load(self.job_dir / jobfiles.LAST_CHECKPOINT)
-        self.model.load_state_dict(state["model"])
+        self.model.load_state_dict(state.get("training_weights") or state["model"])
+        self.average.load(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scaler.load_state_dict(state["scaler"])
         self.progress = Progress(**state["progress"])
@@ -334,8 +353,8 @@ class Run:
             epoch_now = self.epoch_float(p.epoch, p.batch)
             update = p.batch % accumulation == 0 or p.batch == self.epoch_batches[p.epoch]
             if update:
-                lr_policy_lr = lr_policy.lr_at(self.policy, self.base_lr, p.step, self.total_steps)
-                solvers.set_lr(self.optimizer, lr_policy_lr)
+                self.lr = lr_policy.lr_at(self.policy, self.base_lr, p.step, self.total_steps)
+                solvers.set_lr(self.optimizer, self.lr, p.epoch)
             loss = self.step(x, y, accumulation, update, collect=epoch_now >= p.next_val - 1e-9)
             loss_sum += loss
             if self.place.distributed:  # one process checks its loss at its reports
@@ -384,6 +403,7 @@ class Run:
         if update:
             self.scaler.step(self.optimizer)
             self.scaler.update()
+            self.average.update(self.progress.step)
             if collect:
                 self.layer_report = telemetry.layer_statistics(self.model)
             self.optimizer.zero_grad(set_to_none=True)
@@ -435,9 +455,8 @@ class Run:
         self.last_train_loss = loss
         rate = images / max(seconds, 1e-9)
         wait = min(data_wait / max(seconds, 1e-9), 1.0)
-        lr = self.optimizer.param_groups[0]["lr"]
         p = self.progress
-        self.emit(eventkinds.TRAIN, eventkinds.train(p.step, epoch, loss, lr, batch_size, rate, wait))
+        self.emit(eventkinds.TRAIN, eventkinds.train(p.step, epoch, loss, self.lr, batch_size, rate, wait))
         self.emit(eventkinds.PROGRESS, {"progress": min(p.step / self.total_steps, 1.0), "epoch": epoch, "loss": loss})
         if warming_up:
             return
@@ -453,21 +472,23 @@ class Run:
             return None
         # The plain module, not DDP: its forward may broadcast buffers, a
         # collective that ranks with uneven evaluation shards would not all join.
-        # Their running statistics (BatchNorm's) are made one model's first.
-        self.place.average_([b for b in self.model.buffers() if b.is_floating_point()])
-        self.model.eval()
+        # It holds the averaged weights where there are some, and their
+        # running statistics (BatchNorm's) are made one model's first.
         sums = torch.zeros(4, device=self.device)  # loss sum, top-1, top-5, count
-        batches.set_epoch(0)
-        for x, y in batches:
-            with self.autocast:
-                logits = self.model(x)
-            sums[0] += F.cross_entropy(logits.float(), y, reduction="sum")
-            top = logits.topk(min(5, logits.shape[1]), dim=1).indices
-            hits = top == y[:, None]
-            sums[1] += hits[:, 0].sum()
-            sums[2] += hits.any(dim=1).sum()
-            sums[3] += y.numel()
-        self.model.train()
+        with self.average.evaluated():
+            self.place.average_([b for b in self.model.buffers() if b.is_floating_point()])
+            self.model.eval()
+            batches.set_epoch(0)
+            for x, y in batches:
+                with self.autocast:
+                    logits = self.predict(self.model, x)  # test-time augmentation where chosen
+                sums[0] += F.cross_entropy(logits.float(), y, reduction="sum")
+                top = logits.topk(min(5, logits.shape[1]), dim=1).indices
+                hits = top == y[:, None]
+                sums[1] += hits[:, 0].sum()
+                sums[2] += hits.any(dim=1).sum()
+                sums[3] += y.numel()
+            self.model.train()
         loss, top1, top5, count = self.place.all_reduce_sum(sums).tolist()  # host-device sync: end of evaluation
         count = max(count, 1.0)
         return {"loss": loss / count, "top1": top1 / count, "top5": top5 / count}
@@ -569,11 +590,12 @@ class Run:
     def export(self) -> None:
         """The trained model for download: weights, network spec, classes and
         the input it expects, readable with ``torch.load(weights_only=True)``.
-        The best checkpoint's weights, read back only when they are not the
-        model's own (the best was an earlier step)."""
+        The best checkpoint's weights (the average where there is one), read
+        back only when they are not the ones in memory (the best was an
+        earlier step)."""
         best = self.progress.best
         if best is None or best["step"] == self.progress.step:
-            weights = {name: tensor.cpu() for name, tensor in checkpoint.unwrap(self.model).state_dict().items()}
+            weights = {name: tensor.cpu() for name, tensor in self.average.weights().items()}
         else:
             weights = checkpoint.load(self.job_dir / jobfiles.BEST_CHECKPOINT)["model"]
         normalization = {"mean": self.config["mean"], "crop": self.config.get("crop")}

@@ -39,7 +39,12 @@ PRETRAINED_MODES = [("finetune", "Fine-tune: keep the weights that fit, re-initi
                                  "(the classifier when the classes differ)"),
                     ("continue", "Continue: the same network and classes, every weight kept")]
 MEAN_CHOICES = [("image", "Subtract the mean image"), ("pixel", "Subtract the mean pixel"), ("none", "None")]
-FLIP_CHOICES = [("none", "None"), ("horizontal", "Horizontal"), ("vertical", "Vertical"), ("both", "Both")]
+FLIP_CHOICES = [("none", "None"), ("horizontal", "Horizontal"), ("vertical", "Vertical"), ("both", "Both"),
+                ("alternating", "Horizontal, alternating by epoch: each image mirrored every other epoch (airbench)")]
+AVERAGING = [("none", "Off"), ("ema", "Exponential moving average (EMA), kept beside the weights"),
+             ("lookahead", "Lookahead: the weights are reset to their average as it moves (airbench)")]
+TTA_LEVELS = [("none", "None"), ("mirror", "Mirror: the image and its mirror image, averaged"),
+              ("mirror_translate", "Mirror and translate: six views weighted as airbench does")]
 PRECISIONS = [("fp32", "fp32 (full precision)"),
               ("tf32", "tf32 (fp32 with TensorFloat-32 matrix maths on recent GPUs)"),
               ("bf16", "mixed precision bf16 (fastest on recent GPUs)"),
@@ -48,7 +53,8 @@ EARLY_STOPPING = [("none", "Off"), ("val_loss", "When the validation loss stops 
                   ("val_top1", "When the validation accuracy stops rising")]
 
 
-def _float(label: str, initial: float, minimum: float = 0.0, maximum: float | None = None, **kwargs: Any) -> forms.FloatField:
+def _float(label: str, initial: float | None, minimum: float = 0.0, maximum: float | None = None,
+           **kwargs: Any) -> forms.FloatField:
     return forms.FloatField(label=label, initial=initial, min_value=minimum, max_value=maximum, **kwargs)
 
 
@@ -87,6 +93,10 @@ class ScheduleForm(DevicesField):
     power = forms.FloatField(label=policies.PARAM_LABELS["power"], initial=policies.PARAM_DEFAULTS["power"], required=False)
     warmup_percent = _float(policies.PARAM_LABELS["warmup_percent"], policies.PARAM_DEFAULTS["warmup_percent"],
                             maximum=99.9, required=False, help_text="A linear ramp from almost 0 at the start.")
+    start_factor = _float(policies.PARAM_LABELS["start_factor"], policies.PARAM_DEFAULTS["start_factor"], required=False)
+    peak_percent = _float(policies.PARAM_LABELS["peak_percent"], policies.PARAM_DEFAULTS["peak_percent"],
+                          maximum=99.9, required=False)
+    end_factor = _float(policies.PARAM_LABELS["end_factor"], policies.PARAM_DEFAULTS["end_factor"], required=False)
     nodes = forms.IntegerField(min_value=1, max_value=MAX_NODES, initial=1, required=False, label="Nodes (machines)",
                                help_text="Over 1, the job runs on that many machines at once, each with a worker of its "
                                          "own and the devices above (× devices per node), and trains as one.")
@@ -215,6 +225,18 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
     momentum = _float("Momentum", 0.9, maximum=0.999)
     weight_decay = _float("Weight decay", 0.0001)
     label_smoothing = _float("Label smoothing", 0.0, maximum=0.99)
+    norm_bias_lr_scale = _float("BatchNorm biases: learning rate (× the base rate)", None, required=False,
+                                maximum=10_000, help_text="Blank: the base rate, as every other parameter.")
+    norm_bias_weight_decay = _float("BatchNorm biases: weight decay", None, required=False,
+                                    help_text="Blank: the weight decay above.")
+    averaging = forms.ChoiceField(choices=AVERAGING, initial="none", label="Average of the weights",
+                                  help_text="Validation, snapshots and the exported model use the average.")
+    average_decay = _float("Averaging decay (per step)", 0.95, maximum=0.9999,
+                           help_text="Every N steps the average keeps decay^N × (progress)³ of itself.")
+    average_every = forms.IntegerField(min_value=1, max_value=10_000, initial=5, label="Average every N steps")
+    whiten_bias_epochs = forms.IntegerField(required=False, min_value=1, max_value=100_000,
+                                            label="Train the whitening bias for the first N epochs only",
+                                            help_text="The fast small-image network's first layer. Blank: every epoch.")
 
     mean = forms.ChoiceField(choices=MEAN_CHOICES, initial="image", label="Mean subtraction")
     crop = forms.IntegerField(required=False, min_value=1, label="Crop size",
@@ -225,6 +247,8 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
     scale = _float("Random zoom (± fraction)", 0.0, maximum=0.9)
     noise = _float("Gaussian noise (std, pixels in 0..1)", 0.0, maximum=1)
     color_jitter = _float("Colour jitter (± fraction)", 0.0, maximum=1)
+    tta = forms.ChoiceField(choices=TTA_LEVELS, initial="none", label="Test-time augmentation",
+                            help_text="Validation and test logits averaged over views of each image.")
 
     precision = forms.ChoiceField(choices=PRECISIONS, initial="fp32", label="Precision")
     channels_last = forms.BooleanField(required=False, initial=False, label="Channels-last memory format")
@@ -279,7 +303,16 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
                 self.add_error("lr", f"{len(data['lr'])} learning rates × {len(data['batch_size'])} batch sizes make "
                                      f"{combinations} jobs; a sweep has at most {sweeps.MAX_COMBINATIONS}.")
         self._clean_network(data)
+        self._clean_whitening(data)
         return data
+
+    def _clean_whitening(self, data: dict[str, Any]) -> None:
+        """Only FastNet has a whitening layer; code written by the user may too (the trainer checks it)."""
+        network = self.network or {}
+        other_standard = network.get("source") == "standard" and network.get("name") != "fastnet"
+        if data.get("whiten_bias_epochs") and (other_standard or network.get("source") == "layers"):
+            self.add_error("whiten_bias_epochs", "Only the fast small-image network (airbench) has a whitening layer; "
+                                                 "leave this blank for other networks.")
 
     def _clean_network(self, data: dict[str, Any]) -> None:
         source = data.get("network_source")
@@ -389,7 +422,11 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
             "batch_schedule": data["batch_schedule"],
             "mean": data["mean"], "crop": data["crop"], "translate": data["translate"], "flip": data["flip"],
             "rotation": data["rotation"], "scale": data["scale"], "noise": data["noise"],
-            "color_jitter": data["color_jitter"], "label_smoothing": data["label_smoothing"],
+            "color_jitter": data["color_jitter"], "label_smoothing": data["label_smoothing"], "tta": data["tta"],
+            "norm_bias_lr_scale": data["norm_bias_lr_scale"], "norm_bias_weight_decay": data["norm_bias_weight_decay"],
+            "averaging": None if data["averaging"] == "none" else {"kind": data["averaging"], "decay": data["average_decay"],
+                                                                  "every": data["average_every"]},
+            "whiten_bias_epochs": data["whiten_bias_epochs"],
             "precision": data["precision"], "channels_last": data["channels_last"], "compile": data["compile"],
             "early_stopping": early,
         }

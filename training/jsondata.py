@@ -40,8 +40,8 @@ def _listed(value: Any) -> Any:
 def from_json(body: dict[str, Any]) -> dict[str, Any]:
     """Form data from an API body, which may also give values as the params
     store them: ``network`` (``{"source": "pretrained", "id": N}`` for a
-    pretrained model), ``pretrained``, ``lr_policy`` and ``early_stopping``
-    as objects, lists of learning rates, batch sizes, milestones and GPU ids,
+    pretrained model), ``pretrained``, ``lr_policy``, ``early_stopping`` and
+    ``averaging`` as objects, lists of learning rates, batch sizes, milestones and GPU ids,
     and the batch schedule as pairs."""
     data = dict(body)
     network = data.pop("network", None)
@@ -77,6 +77,13 @@ def from_json(body: dict[str, Any]) -> dict[str, Any]:
         data["patience"] = early.get("patience", data.get("patience"))
     elif early is None and "early_stopping" in data:
         data["early_stopping"] = "none"
+    averaging = data.get("averaging")
+    if isinstance(averaging, dict):
+        data["averaging"] = averaging.get("kind")
+        data["average_decay"] = averaging.get("decay", data.get("average_decay"))
+        data["average_every"] = averaging.get("every", data.get("average_every"))
+    elif averaging is None and "averaging" in data:
+        data["averaging"] = "none"
     if isinstance(data.get("batch_schedule"), list):
         data["batch_schedule"] = ", ".join(f"{pair[0]}:{pair[1]}" if isinstance(pair, list | tuple) and len(pair) == 2
                                            else str(pair) for pair in data["batch_schedule"])

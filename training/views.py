@@ -24,7 +24,7 @@ from jobs.models import Job
 from jobs.views import _act
 from trainer import eventkinds, jobfiles, lr_policy
 
-from . import catalog, series, services
+from . import catalog, presets, series, services
 from .forms import NewModelForm, ScheduleForm
 from .jsondata import api_data
 
@@ -37,11 +37,12 @@ MODEL_SUFFIXES = (".pt", ".pth", ".pt2", ".safetensors", ".onnx")
 
 def _page_data(form: NewModelForm) -> dict[str, Any]:
     """What the page's script needs: which fields each policy and solver uses,
-    the standard networks, the earlier and pretrained models to start from, the snapshot
-    file names and the URLs it asks."""
+    the standard networks, the presets, the earlier and pretrained models to start
+    from, the snapshot file names and the URLs it asks."""
     return {
         "policies": {name: params for name, _label, params in lr_policy.POLICIES},
         "policy_defaults": lr_policy.DEFAULTS,
+        "presets": presets.PRESETS,
         "momentum": [name for name, solver in catalog.solvers().items() if solver["momentum"]],
         "networks": catalog.networks(),
         "previous": form.previous,

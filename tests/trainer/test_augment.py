@@ -92,6 +92,30 @@ def test_flips_flip_some_images(flip, variants):
     assert seen == set(range(len(expected)))
 
 
+def mirrored(augment: Augment, numbers: torch.Tensor, epoch: int) -> torch.Tensor:
+    """Which of the images ``numbers`` come out mirrored in ``epoch``."""
+    columns = augment.positions(len(numbers), 4, 6, numbers, epoch)[1]
+    return columns[:, 0] == 5
+
+
+def test_the_alternating_flip_mirrors_exactly_the_other_half_in_odd_epochs():
+    augment = Augment({"flip": "alternating", "translate": 0, "seed": 3}, 0, "cpu")
+    numbers = torch.arange(1000)
+    even, odd = mirrored(augment, numbers, 0), mirrored(augment, numbers, 1)
+    assert torch.equal(odd, ~even), "each image is mirrored in one epoch of each pair"
+    assert 450 <= int(even.sum()) <= 550, "half of them"
+    assert torch.equal(mirrored(augment, numbers, 4), even) and torch.equal(mirrored(augment, numbers, 7), odd)
+    shuffled = torch.randperm(1000, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(mirrored(augment, shuffled, 0), even[shuffled]), "by image, whatever the batch"
+    other_seed = mirrored(Augment({"flip": "alternating", "seed": 4}, 0, "cpu"), numbers, 0)
+    assert not torch.equal(other_seed, even)
+
+
+def test_the_alternating_flip_needs_the_images_numbers():
+    with pytest.raises(ValueError, match="numbers"):
+        Augment({"flip": "alternating"}, 0, "cpu").positions(4, 4, 6)
+
+
 def test_rotation_and_scale_keep_the_centre():
     x = batch(32, height=7, width=9)
     out = Augment({"rotation": 30.0, "scale": 0.3}, 4, "cpu")(x)

@@ -72,6 +72,12 @@ MILESTONES = "Milestones (% of training)"
         ({"name": "onecycle"}, 65, 100, 1e-5 + 0.5 * (0.1 - 1e-5)),
         ({"name": "onecycle"}, 100, 100, 1e-5),
         ({"name": "onecycle", "warmup_percent": 50.0}, 0, 100, 0.004),
+        ({"name": "linear"}, 0, 100, 0.02),
+        ({"name": "linear"}, 10, 100, 0.1 * (0.2 + 0.8 * 10 / 23)),
+        ({"name": "linear"}, 23, 100, 0.1),
+        ({"name": "linear"}, 50, 100, 0.1 * (1 - 0.93 * 27 / 77)),
+        ({"name": "linear"}, 100, 100, 0.007),
+        ({"name": "linear", "start_factor": 0.0, "peak_percent": 50.0, "end_factor": 0.5}, 75, 100, 0.075),
     ],
 )
 def test_policies_match_hand_computed_values(policy, step, total, expected):
@@ -171,6 +177,7 @@ def test_effective_lr_and_scaled_warmup():
     assert warmup_for({"name": "cosine"}, 4, True)["warmup_percent"] == 5.0
     assert warmup_for({**step, "warmup_percent": 12.0}, 4, True)["warmup_percent"] == 12.0
     assert warmup_for({"name": "onecycle"}, 4, True) == {"name": "onecycle"}
+    assert warmup_for({"name": "linear"}, 4, True) == {"name": "linear"}, "it has its own ramp"
 
 
 @pytest.mark.parametrize(
@@ -178,7 +185,7 @@ def test_effective_lr_and_scaled_warmup():
     [
         ("step", "The learning rate policy must be an object with a name."),
         ({"name": "bogus"}, "Unknown learning rate policy 'bogus'; choose one of fixed, step, multistep, exp, inv, poly, "
-         "sigmoid, cosine, onecycle."),
+         "sigmoid, cosine, onecycle, linear."),
         ({"name": "step", "step_percent": 0}, "Step size (% of training) must be more than 0 and at most 100."),
         ({"name": "step", "step_percent": -5}, "Step size (% of training) must be more than 0 and at most 100."),
         ({"name": "step", "gamma": -0.1}, "Gamma must be more than 0."),
@@ -223,6 +230,9 @@ def test_describe_says_what_the_policy_does():
     assert describe({"name": "multistep"}, 0.1) == "multistep: 0.1, ×0.1 at 50%, 75% of training"
     assert describe({"name": "onecycle", "warmup_percent": 5.0}, 0.1) == (
         "onecycle: 0.004 up to 0.1 over 30% of training, then cosine down to 1e-05"
+    )
+    assert describe({"name": "linear"}, 1.5) == (
+        "linear: 0.3 up to 1.5 at 23% of training, then down to 0.105 at the end"
     )
     for name in DEFAULTS:
         line = describe({"name": name}, 0.1)

@@ -325,6 +325,17 @@ def test_fastnet_init_from_data_whitens_the_patches():
     assert white.diagonal().max() <= 1 and white.diagonal()[:6].min() > 0.9
 
 
+def test_fastnet_whitening_is_the_same_at_any_pixel_scale():
+    """Its eps is relative to the data's variance: images in [0, 1] with the
+    mean subtracted (the app's) are whitened as airbench's unit-variance ones."""
+    images = F.avg_pool2d(torch.randn(32, 3, 18, 18, generator=torch.Generator().manual_seed(1)), 3, 1)
+    small, large = standard("fastnet", 3, 10, 16, 16), standard("fastnet", 3, 10, 16, 16)
+    small.init_from_data(images * 0.05)
+    large.init_from_data(images * 5.0)
+    for a, b in zip(small.whiten.weight * 0.05, large.whiten.weight * 5.0, strict=True):  # an eigenvector's sign is free
+        assert min((a - b).norm(), (a + b).norm()) <= 1e-4 * a.norm()
+
+
 def ask(request: dict | str) -> dict:
     data = request if isinstance(request, str) else json.dumps(request)
     done = subprocess.run([sys.executable, "-m", "trainer.networks.inspect"], input=data, capture_output=True, text=True,

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from trainer.lr_policy import lr_at
-from trainer.solvers import LAMB, LARS, SOLVERS, make_optimizer, set_lr, uses_momentum
+from trainer.solvers import LAMB, LARS, SOLVERS, make_optimizer, parameter_groups, set_lr, uses_momentum
 
 NAMES = [name for name, _label in SOLVERS]
 LEARNING_RATES = {
@@ -99,6 +99,45 @@ def test_set_lr_sets_every_group():
     optimizer = make_optimizer("momentum", groups, 0.1, 0.9, 0)
     set_lr(optimizer, 0.025)
     assert [group["lr"] for group in optimizer.param_groups] == [0.025, 0.025]
+
+
+def with_batchnorm() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Conv2d(2, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.Conv2d(4, 3, 1))
+
+
+def test_batchnorm_biases_carry_their_own_rate_and_weight_decay_into_the_optimiser():
+    net = with_batchnorm()
+    optimizer = make_optimizer("nesterov", parameter_groups(net, 5e-4, 64.0, 1e-5), 0.1, 0.85, 5e-4)
+    set_lr(optimizer, 0.2)
+    by_param = {id(p): group for group in optimizer.param_groups for p in group["params"]}
+    bias = by_param[id(net[1].bias)]
+    assert (bias["lr"], bias["weight_decay"], bias["params"]) == (pytest.approx(0.2 * 64), 1e-5, [net[1].bias])
+    for param in (net[0].weight, net[0].bias, net[1].weight, net[2].weight):
+        assert (by_param[id(param)]["lr"], by_param[id(param)]["weight_decay"]) == (pytest.approx(0.2), 5e-4)
+    assert sum(len(group["params"]) for group in optimizer.param_groups) == len(list(net.parameters()))
+
+
+def test_without_batchnorm_settings_every_parameter_takes_the_base_rate_and_decay():
+    groups = parameter_groups(with_batchnorm(), 5e-4)
+    assert {(group["lr_scale"], group["weight_decay"]) for group in groups} == {(1.0, 5e-4)}
+
+
+def test_a_parameter_past_its_last_epoch_stops_changing_and_the_rest_train_on():
+    net = with_batchnorm()
+    limited = net[0].bias
+    optimizer = make_optimizer("nesterov", parameter_groups(net, 5e-4, limited={id(limited): 1}), 0.1, 0.9, 5e-4)
+    x = torch.randn(8, 2, 5, 5, generator=torch.Generator().manual_seed(0))
+    seen = []
+    for epoch in range(4):
+        set_lr(optimizer, 0.1, epoch)
+        net(x).square().mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        seen.append((limited.detach().clone(), net[2].weight.detach().clone()))
+    assert not torch.equal(seen[0][0], seen[1][0]), "it trains in epochs 0 and 1"
+    assert torch.equal(seen[1][0], seen[2][0]) and torch.equal(seen[2][0], seen[3][0]), "then it stops, momentum and all"
+    assert not torch.equal(seen[2][1], seen[3][1]), "the others go on"
 
 
 def test_lars_steps_match_the_paper_by_hand():

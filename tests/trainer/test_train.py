@@ -125,8 +125,9 @@ def test_lenet_learns_the_bars_and_reports_everything(tmp_path, bars):
     assert exported["input"] == [1, 28, 28]
 
 
-def test_abort_saves_a_checkpoint_and_resuming_continues_exactly(tmp_path, bars):
-    config = train_config(bars, epochs=4, network={"source": "python", "text": SLOW_LENET})
+@pytest.mark.parametrize("averaging", [None, {"kind": "ema", "decay": 0.9, "every": 3}], ids=["plain", "ema"])
+def test_abort_saves_a_checkpoint_and_resuming_continues_exactly(tmp_path, bars, averaging):
+    config = train_config(bars, epochs=4, network={"source": "python", "text": SLOW_LENET}, averaging=averaging)
     whole = job_folder(tmp_path, config, "whole")
     interrupted = job_folder(tmp_path, config, "interrupted")
     uninterrupted = start_trainer(whole)
@@ -181,13 +182,20 @@ def node_logs(folder: Path, nodes: int) -> str:
     return "\n".join((folder / f"node{rank}.txt").read_text(errors="replace") for rank in range(nodes))
 
 
-@pytest.mark.parametrize("layout", ["two processes on one node", "one process on each of two nodes"])
-def test_two_processes_with_gloo_match_one_process(tmp_path, layout):
+# The recipe's options that could part the processes: the average (kept by
+# each), the flip by image number (the same images on either side), the views.
+RECIPE = {"averaging": {"kind": "lookahead", "decay": 0.9, "every": 5}, "flip": "alternating", "tta": "mirror_translate"}
+ONE_NODE, TWO_NODES = "two processes on one node", "one process on each of two nodes"
+
+
+@pytest.mark.parametrize(("layout", "options"), [(ONE_NODE, {}), (TWO_NODES, {}), (ONE_NODE, RECIPE)],
+                         ids=["one node", "two nodes", "one node, airbench recipe"])
+def test_two_processes_with_gloo_match_one_process(tmp_path, layout, options):
     # Epochs over the report interval with short steps: reports fall due by
     # each process's own clock in mid-epoch, at batches that differ once rank
     # 0 has spent longer writing a checkpoint after a validation.
     bars = make_dataset(tmp_path / "bigger", per_class={"train": 1500, "val": 100, "test": 50})
-    common = {"epochs": 2, "scale_lr": False, "solver": "momentum", "lr": 0.01}
+    common = {"epochs": 2, "scale_lr": False, "solver": "momentum", "lr": 0.01, **options}
     single = job_folder(tmp_path, train_config(bars, batch_size=16, **common), "single")
     double = job_folder(tmp_path, train_config(bars, batch_size=8, **common), "ddp")
     assert train(single) == 0, log_of(single)

@@ -57,3 +57,37 @@ def test_configure_a_model_start_it_and_watch_its_charts_grow(page, worker):
     expect(page.locator("#filters-image")).to_be_visible()
     expect(page.locator("#download-export")).to_be_visible()  # what the run's end brings, live
     assert page.evaluate("window.notReloaded") is True
+
+
+def test_the_speed_run_preset_fills_the_form_and_creates_that_model(page):
+    from playwright.sync_api import expect
+
+    from tests.trainfiles import make_dataset
+    from training.presets import SPEEDRUN
+
+    sign_up(page, "keller")
+    owner = User.objects.get(username="keller")
+    dataset = Job.objects.create(kind="dataset", name="bars", owner=owner, status="done")
+    make_dataset(dataset.folder / "dataset", per_class={"train": 300, "val": 10, "test": 10})
+
+    page.click("text=New model")
+    page.select_option("#id_dataset", str(dataset.pk))
+    page.fill("#id_name", "speed run")
+    page.click("button[data-preset=speedrun]")
+    expect(page.locator("#id_standard_network")).to_have_value("fastnet")
+    expect(page.locator("#id_lr_policy")).to_have_value("linear")
+    expect(page.locator("#id_start_factor")).to_be_visible()
+    expect(page.locator("#id_average_decay")).to_be_visible()
+    for name, value in SPEEDRUN.items():
+        if name in ("network_source", "crop", "batch_schedule"):
+            continue
+        shown = page.locator(f"#id_{name}").input_value()
+        assert (float(shown) == float(value)) if isinstance(value, int | float) else shown == value, (name, shown)
+    expect(page.locator("#id_network_source_standard")).to_be_checked()
+    expect(page.locator("#lr-description")).to_contain_text("linear: 0.3 up to 1.5", timeout=20_000)
+
+    page.click("text=Create model")
+    page.wait_for_url("**/jobs/*/")
+    params = Job.objects.get(kind="train", name="speed run").params
+    assert params["averaging"] == {"kind": "lookahead", "decay": 0.95, "every": 5}
+    assert (params["lr"], params["norm_bias_lr_scale"], params["tta"]) == (1.5, 64.0, "mirror_translate")

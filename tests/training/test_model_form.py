@@ -116,9 +116,10 @@ def test_the_api_creates_a_model_with_the_pages_defaults(alice, digits):
         "epochs": 30, "val_interval": 1.0, "snapshot_interval": 1.0, "keep_snapshots": 3, "batch_size": 64,
         "batch_accumulation": 1, "solver": "momentum", "lr": 0.01, "momentum": 0.9, "weight_decay": 0.0001,
         "lr_policy": {"name": "step", "step_percent": 33.0, "gamma": 0.1, "milestones_percent": [50.0, 75.0],
-                      "power": 1.0, "warmup_percent": 0.0},
+                      "power": 1.0, "warmup_percent": 0.0, "start_factor": 0.2, "peak_percent": 23.0, "end_factor": 0.07},
         "scale_lr": True, "batch_schedule": [], "mean": "image", "crop": None, "translate": 0, "flip": "none",
-        "rotation": 0.0, "scale": 0.0, "noise": 0.0, "color_jitter": 0.0, "label_smoothing": 0.0,
+        "rotation": 0.0, "scale": 0.0, "noise": 0.0, "color_jitter": 0.0, "label_smoothing": 0.0, "tta": "none",
+        "norm_bias_lr_scale": None, "norm_bias_weight_decay": None, "averaging": None, "whiten_bias_epochs": None,
         "precision": "fp32", "channels_last": False, "compile": False, "early_stopping": None}
 
 
@@ -140,7 +141,10 @@ def test_the_api_takes_the_params_own_shapes(alice, digits):
     exp = create(signed_in(alice), name="exp", dataset=digits.pk, lr_policy="exp", warmup_percent=2)
     assert Job.objects.get(pk=exp.json()["jobs"][0]["id"]).params["lr_policy"] == {
         "name": "exp", "gamma": 0.95, "warmup_percent": 2.0, "step_percent": 33.0, "milestones_percent": [50.0, 75.0],
-        "power": 1.0}
+        "power": 1.0, "start_factor": 0.2, "peak_percent": 23.0, "end_factor": 0.07}
+    averaged = create(signed_in(alice), name="ema", dataset=digits.pk, averaging={"kind": "ema", "decay": 0.99, "every": 2})
+    assert Job.objects.get(pk=averaged.json()["jobs"][0]["id"]).params["averaging"] == {
+        "kind": "ema", "decay": 0.99, "every": 2}
 
 
 @pytest.mark.parametrize(("fields", "field", "message"), [
@@ -163,6 +167,9 @@ def test_the_api_takes_the_params_own_shapes(alice, digits):
     ({"crop": 32}, "crop", "must fit in the dataset's 28×28 images"),
     ({"snapshot_interval": 0.05}, "snapshot_interval",
      "Snapshots are taken at most 10 times an epoch: the interval is at least 0.1 epochs."),
+    ({"whiten_bias_epochs": 3}, "whiten_bias_epochs", "Only the fast small-image network (airbench) has a whitening"),
+    ({"averaging": "ema", "average_decay": 1.0}, "average_decay", "less than or equal to 0.9999"),
+    ({"lr_policy": "linear", "peak_percent": 0}, "lr_policy", "Peak at (% of training) must be more than 0"),
     ({"pretrained": {"job": 999, "file": "checkpoints/best.pt"}}, "network_source",
      "No finished or aborted model has saved a snapshot yet"),
 ])
@@ -362,3 +369,26 @@ def test_train_jobs_are_not_created_through_the_jobs_endpoint(alice):
     response = signed_in(alice).post("/api/jobs", json.dumps({"kind": "train", "name": "x"}), content_type="application/json")
     assert response.status_code == 400
     assert response.json()["errors"]["kind"] == ["Create train jobs with POST /api/models."]
+
+
+def test_the_speed_run_preset_fills_the_form_with_airbench94_in_mean_loss_terms(alice):
+    from training.presets import SPEEDRUN
+
+    cifar = dataset(alice, name="cifar", shape=(32, 32, 3), train=50_000)
+    response = create(signed_in(alice), name="speed run", dataset=cifar.pk, **SPEEDRUN)
+    assert response.status_code == 201, response.content
+    params = Job.objects.get(pk=response.json()["jobs"][0]["id"]).params
+    assert params["network"] == {"source": "standard", "name": "fastnet"}
+    assert (params["epochs"], params["batch_size"], params["solver"], params["momentum"]) == (10, 1024, "nesterov", 0.85)
+    # airbench: lr 11.5 and weight decay 0.0153 per 1,024 summed examples, over 1 + 1/(1 - 0.85).
+    assert params["lr"] == pytest.approx(11.5 / (1 + 1 / 0.15))
+    assert params["lr"] * params["weight_decay"] == pytest.approx(0.0153 / (1 + 1 / 0.15), rel=1e-5), \
+        "the decay each step takes is airbench's"
+    assert params["norm_bias_lr_scale"] == 64.0
+    assert params["norm_bias_weight_decay"] * 64 == pytest.approx(params["weight_decay"], rel=1e-5)
+    assert params["lr_policy"]["name"] == "linear"
+    assert [params["lr_policy"][k] for k in ("start_factor", "peak_percent", "end_factor")] == [0.2, 23.0, 0.07]
+    assert params["averaging"] == {"kind": "lookahead", "decay": 0.95, "every": 5}
+    assert (params["tta"], params["flip"], params["translate"], params["whiten_bias_epochs"]) == (
+        "mirror_translate", "alternating", 2, 3)
+    assert (params["label_smoothing"], params["mean"]) == (0.2, "pixel")

@@ -244,8 +244,11 @@ class FastNet(nn.Module):
 
     ``init_from_data(images)`` sets the whitening filters from the images' 2×2
     patch covariance (its eigenvectors scaled by 1/sqrt(eigenvalue), and their
-    negatives); without it they keep their random initialisation. Images under
-    9 pixels a side are upsampled to 9.
+    negatives); without it they keep their random initialisation. A training
+    job passes it training images as the network sees them (normalised,
+    mean subtracted). Images under 9 pixels a side are upsampled to 9.
+    ``whitening_bias()`` is the parameter a job may train for its first
+    epochs only (airbench: 3).
     """
 
     def __init__(self, channels: int, classes: int, height: int, width: int) -> None:
@@ -264,11 +267,16 @@ class FastNet(nn.Module):
         x = self.groups(self.activ(self.whiten(self.resize(x))))
         return self.head(self.pool(x).flatten(1)) * self.scale
 
+    def whitening_bias(self) -> nn.Parameter:
+        return self.whiten.bias
+
     @torch.no_grad()
     def init_from_data(self, images: torch.Tensor, eps: float = 5e-4) -> None:
         """Whitening filters from ``images`` (float N×C×H×W, normalised; a few
         thousand are plenty). The patch covariance is summed over chunks of
-        about four million patches to bound memory."""
+        about four million patches to bound memory. ``eps`` is relative to
+        the patches' mean variance: airbench's images have unit variance, so
+        its absolute 5e-4 is the same regularisation at any pixel scale."""
         images = self.resize(images.float())
         size = self.whiten.kernel_size
         dims = images.shape[1] * size[0] * size[1]
@@ -279,8 +287,10 @@ class FastNet(nn.Module):
             patches = part.unfold(2, size[0], 1).unfold(3, size[1], 1).transpose(1, 3).reshape(-1, dims)
             covariance += (patches.T @ patches).double()
             count += patches.shape[0]
-        eigenvalues, eigenvectors = torch.linalg.eigh(covariance / max(count, 1))
+        covariance /= max(count, 1)
+        eigenvalues, eigenvectors = torch.linalg.eigh(covariance)
         eigenvalues, eigenvectors = eigenvalues.flip(0), eigenvectors.T.flip(0)
+        eps = eps * max(float(covariance.trace()) / dims, 1e-8)  # blank images: no division by 0
         filters = (eigenvectors / torch.sqrt(eigenvalues.clamp(min=0) + eps)[:, None]).reshape(dims, -1, *size)
         weight = self.whiten.weight
         weight.copy_(torch.cat((filters, -filters)).to(device=weight.device, dtype=weight.dtype))

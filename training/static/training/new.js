@@ -135,12 +135,14 @@ visualizeButton.addEventListener("click", async () => {
 });
 
 // Fields that only some choices use.
+const POLICY_FIELDS = ["step_percent", "gamma", "milestones_percent", "power", "warmup_percent", "start_factor", "peak_percent",
+  "end_factor"];
 function showSolver() {
   showRow("momentum", page.momentum.includes(field("solver").value));
 }
 function showPolicy() {
   const used = page.policies[field("lr_policy").value] || [];
-  for (const name of ["step_percent", "gamma", "milestones_percent", "power", "warmup_percent"]) showRow(name, used.includes(name));
+  for (const name of POLICY_FIELDS) showRow(name, used.includes(name));
 }
 function showDevices() {
   const gpu = field("device").value === "gpu";
@@ -150,6 +152,11 @@ function showDevices() {
 }
 function showPatience() {
   showRow("patience", field("early_stopping").value !== "none");
+}
+function showAveraging() {
+  const averaging = field("averaging").value !== "none";
+  showRow("average_decay", averaging);
+  showRow("average_every", averaging);
 }
 field("solver").addEventListener("change", showSolver);
 field("lr_policy").addEventListener("change", () => {
@@ -161,9 +168,28 @@ field("lr_policy").addEventListener("change", () => {
 });
 field("device").addEventListener("change", showDevices);
 field("early_stopping").addEventListener("change", showPatience);
+field("averaging").addEventListener("change", showAveraging);
+
+// Presets: fill in their fields, then let each field's own change handler run
+// (the policy's sets its parameters to the policy's defaults, which a preset's follow).
+for (const button of form.querySelectorAll("button[data-preset]")) {
+  button.addEventListener("click", () => {
+    const fields = page.presets[button.dataset.preset].fields;
+    for (const [name, value] of Object.entries(fields)) {
+      if (name === "network_source") chooseSource(value);
+      else field(name).value = value;
+    }
+    for (const name of Object.keys(fields)) {
+      if (name !== "network_source") field(name).dispatchEvent(new Event("change", { bubbles: true }));
+    }
+    for (const [name, value] of Object.entries(fields)) {
+      if (name !== "network_source") field(name).value = value;
+    }
+  });
+}
 
 // The learning rate preview and the effective rate on several GPUs.
-const PREVIEW_FIELDS = ["lr", "lr_policy", "step_percent", "gamma", "milestones_percent", "power", "warmup_percent", "epochs",
+const PREVIEW_FIELDS = ["lr", "lr_policy", ...POLICY_FIELDS, "epochs",
   "batch_size", "batch_schedule", "dataset", "device", "gpu_count", "gpu_ids", "nodes"];
 const lrChart = document.getElementById("lr-chart");
 const lrError = document.getElementById("lr-error");
@@ -219,4 +245,5 @@ showSolver();
 showPolicy();
 showDevices();
 showPatience();
+showAveraging();
 preview();

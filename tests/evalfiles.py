@@ -19,6 +19,7 @@ from datasets.forms import DatasetForm
 from inference.forms import EvaluationForm
 from jobs.models import Job, Status
 from tests.trainfiles import CLASSES, bars, make_dataset, train_config
+from trainer import events
 from trainer.distributed import Placement
 from trainer.train import Run
 
@@ -86,6 +87,19 @@ def copied_model(owner, trained: Path, name: str = "lenet", group: str = "") -> 
                                resources={"device": "cpu", "count": 1}, progress=1.0)
     shutil.copytree(trained / "run", model.folder)
     (model.folder / "config.json").write_text(json.dumps({**params, "job_id": model.pk, "devices": ["cpu0"]}))
+    return model
+
+
+def model_with_snapshot(owner, status=Status.DONE, **sizes) -> Job:
+    """A training job as far as the web sees it: its config, one snapshot file and its event."""
+    dataset = dataset_job(owner, **sizes)
+    model = Job.objects.create(kind="train", name="lenet", owner=owner, status=status, group="sweep",
+                               params=train_config(dataset.folder / "dataset", dataset=dataset.pk),
+                               resources={"device": "cpu", "count": 1})
+    (model.folder / "checkpoints").mkdir(parents=True)
+    (model.folder / "config.json").write_text(json.dumps(model.params))
+    (model.folder / "checkpoints" / "epoch-1.pt").write_bytes(b"weights")
+    events.append(model.folder, "snapshot", {"step": 10, "epoch": 1.0, "file": "checkpoints/epoch-1.pt", "best": True})
     return model
 
 

@@ -14,23 +14,7 @@ from django.test import Client
 
 from jobs.models import Job, Status
 from tests.clients import signed_in
-from tests.evalfiles import dataset_job, imports, write_bars
-from tests.trainfiles import train_config
-from trainer import events
-
-
-def model_with_snapshot(owner, status=Status.DONE, **sizes) -> Job:
-    """A training job as far as the web sees it: its config, one snapshot file and its event."""
-    dataset = dataset_job(owner, **sizes)
-    model = Job.objects.create(kind="train", name="lenet", owner=owner, status=status, group="sweep",
-                               params=train_config(dataset.folder / "dataset", dataset=dataset.pk),
-                               resources={"device": "cpu", "count": 1})
-    (model.folder / "checkpoints").mkdir(parents=True)
-    (model.folder / "config.json").write_text(json.dumps(model.params))
-    (model.folder / "checkpoints" / "epoch-1.pt").write_bytes(b"weights")
-    events.append(model.folder, "snapshot", {"step": 10, "epoch": 1.0, "file": "checkpoints/epoch-1.pt", "best": True})
-    return model
-
+from tests.evalfiles import imports, model_with_snapshot, write_bars
 
 
 def post(client, url, body):

@@ -19,7 +19,7 @@ from django.db import connection
 from inference import exports
 from jobs.models import Job, Status
 from tests.clients import signed_in
-from tests.evalfiles import CPU, dataset_job, trained_model
+from tests.evalfiles import CPU, dataset_job, model_with_snapshot, trained_model
 from tests.inferfiles import bar_images
 from tests.jobtools import events_of, wait_status
 from tests.trainfiles import train_config
@@ -154,14 +154,7 @@ def test_exports_of_what_is_not_there_are_refused_and_create_nothing(alice, clie
 
 
 def test_two_first_asks_at_once_make_one_export(alice, bob, transactional_db):
-    dataset = dataset_job(alice)
-    model = Job.objects.create(kind="train", name="lenet", owner=alice, status=Status.DONE,
-                               params=train_config(dataset.folder / "dataset", dataset=dataset.pk),
-                               resources={"device": "cpu", "count": 1})
-    (model.folder / "checkpoints").mkdir(parents=True)
-    (model.folder / "config.json").write_text(json.dumps(model.params))
-    (model.folder / "checkpoints" / "epoch-1.pt").write_bytes(b"weights")
-    events.append(model.folder, "snapshot", {"step": 10, "epoch": 1.0, "file": "checkpoints/epoch-1.pt", "best": False})
+    model = model_with_snapshot(alice)
     start = threading.Barrier(4)
 
     def ask(owner) -> int:

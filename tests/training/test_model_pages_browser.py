@@ -135,7 +135,7 @@ def inside(inner: list[float], outer: list[float]) -> bool:
 
 def test_no_chart_overlaps_a_card_at_common_widths(page, model):
     pages = {f"/jobs/{model.pk}/": ["metrics-chart", "lr-chart", "norms-chart"],
-             "/groups/sweep/": ["group-loss-chart", "group-top1-chart"]}
+             f"/groups/{model.owner.username}/sweep/": ["group-loss-chart", "group-top1-chart"]}
     for (url, charts), width in itertools.product(pages.items(), WIDTHS):
         page.set_viewport_size({"width": width, "height": 1000})
         page.goto(url)
@@ -161,7 +161,8 @@ def test_no_page_around_a_model_names_a_path_of_the_server(page, model, worker, 
     pages = {
         "/": "#jobs-table", "/?tab=datasets": "#jobs-table", f"/jobs/{model.params['dataset']}/": "#class-chart",
         f"/datasets/{model.params['dataset']}/explore": "#gallery figure", "/datasets/new/": "#new-dataset",
-        f"/models/new/?dataset={model.params['dataset']}": "#lr-chart .main-svg", "/groups/sweep/": "#group-table td",
+        f"/models/new/?dataset={model.params['dataset']}": "#lr-chart .main-svg",
+        f"/groups/{model.owner.username}/sweep/": "#group-table td",
         "/resources/": "#workers :text('GiB free for data')", "/account/": "text=laptop", "/api/": "td:has-text('/api/datasets')",
     }
     for address, shown in pages.items():

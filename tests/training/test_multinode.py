@@ -76,8 +76,9 @@ def test_a_model_over_two_nodes_trains_as_one_process_does(alice, worker_factory
 
     double = wait_status(double, Status.DONE, Status.FAILED, timeout=240)
     assert double.status == Status.DONE, double.error
-    node = other_node(double)
-    assert node.status == Status.DONE
+    # The node's worker records its end a moment after node 0's records the job's.
+    node = wait_for(lambda: (found := other_node(double)).status == Status.DONE and found, timeout=30,
+                    what="the other node to be done")
     assert {double.held["host"], node.held["host"]} == {"alpha", "beta"}
     assert double.held["nodes"]["address"] == "127.0.0.1" and node.held["nodes"]["rank"] == 1
     logged = "\n".join(line for e in events_of(double, "log") for line in e["data"]["lines"])

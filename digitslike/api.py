@@ -11,6 +11,7 @@ request that does not fit an object's state or the user's rights), which
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -57,20 +58,30 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
         raise BadRequest({"body": ["The request body is not valid JSON."]}) from None
     if not isinstance(data, dict):
         raise BadRequest({"body": ["The request body must be a JSON object."]})
-    if holding_nul := [str(key) for key, value in data.items() if _holds_nul(key) or _holds_nul(value)]:
+    if holding_nul := [str(key) for key, value in data.items() if _holds(_is_nul, key) or _holds(_is_nul, value)]:
         raise BadRequest({key: ["Null characters are not allowed."] for key in holding_nul})
+    if not_finite := [str(key) for key, value in data.items() if _holds(_is_not_finite, value)]:
+        raise BadRequest({key: ["Numbers must be finite (not NaN or infinite)."] for key in not_finite})
     return data
 
 
-def _holds_nul(value: Any) -> bool:
-    """A NUL character in a text anywhere in a JSON value (PostgreSQL's text and JSON columns refuse it)."""
-    if isinstance(value, str):
-        return "\x00" in value
+def _is_nul(value: Any) -> bool:
+    """A text with a NUL character (PostgreSQL's text and JSON columns refuse it)."""
+    return isinstance(value, str) and "\x00" in value
+
+
+def _is_not_finite(value: Any) -> bool:
+    """NaN or an infinity (JSON's ``NaN``, ``Infinity`` or ``1e400``): PostgreSQL's JSON columns refuse them."""
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def _holds(test: Callable[[Any], bool], value: Any) -> bool:
+    """Whether ``test`` holds for ``value`` or anything in it, keys of objects included."""
     if isinstance(value, dict):
-        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+        return any(_holds(test, key) or _holds(test, item) for key, item in value.items())
     if isinstance(value, list):
-        return any(_holds_nul(item) for item in value)
-    return False
+        return any(_holds(test, item) for item in value)
+    return test(value)
 
 
 def whole_number(text: str, maximum: int) -> int | None:

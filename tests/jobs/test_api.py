@@ -251,7 +251,7 @@ def test_a_nul_character_in_an_address_a_query_or_a_json_body_is_refused_before_
 
 @pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e400"])
 def test_a_number_that_is_not_finite_anywhere_in_a_json_body_is_refused_before_any_query(alice, number):
-    body = '{"name": "m", "lr_policy": {"name": "step", "milestones_percent": [%s]}}' % number
+    body = json.dumps({"name": "m", "lr_policy": {"name": "step", "milestones_percent": ["N"]}}).replace('"N"', number)
     refused = signed_in(alice).post("/api/models", data=body, content_type="application/json")
     assert refused.status_code == 400
     assert refused.json()["errors"] == {"lr_policy": ["Numbers must be finite (not NaN or infinite)."]}

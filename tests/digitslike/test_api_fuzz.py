@@ -159,7 +159,9 @@ def fuzz(world: World, operation, mode: GenerationMode) -> list[str]:
     ids = [None, *world.ids(operation.method, operation.path)]
     named = [p.name for p in operation.path_parameters if p.name in ("job_id", "model_id")]
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, phases=[Phase.generate],
+    # The same examples on every run, so that a failure in CI reproduces and
+    # the suite never passes or fails by the draw.
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, phases=[Phase.generate], derandomize=True,
               suppress_health_check=list(HealthCheck))
     @given(case=operation.as_strategy(generation_mode=mode), pick=st.sampled_from(ids))
     def check(case, pick):

@@ -307,7 +307,9 @@ def parse_milestones(text: str) -> list[float]:
         try:
             value = float(item.rstrip("%"))
         except ValueError:
-            raise ValueError(f"{item!r} is not a number; write milestones as percentages like 50, 75") from None
+            raise ValueError(f"{item[:20]!r} is not a number; write milestones as percentages like 50, 75") from None
+        if not math.isfinite(value):
+            raise ValueError(f"{item[:20]!r} is not a finite number; write milestones as percentages like 50, 75")
         values.append(value)
     return values
 

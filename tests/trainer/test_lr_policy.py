@@ -245,6 +245,9 @@ def test_parse_milestones():
     assert parse_milestones("") == []
     with pytest.raises(ValueError, match="'half' is not a number"):
         parse_milestones("10, half")
+    for unbounded in ("9" * 400, "1e999", "inf", "nan"):  # float() takes them all; a JSON column does not
+        with pytest.raises(ValueError, match="is not a finite number"):
+            parse_milestones(f"50, {unbounded}")
 
 
 def test_batch_size_at_follows_the_schedule():

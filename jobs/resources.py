@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import redis
 from django.urls import reverse
 
 from . import leases
@@ -36,8 +37,13 @@ def _holders() -> dict[tuple[str, str], Job]:
 
 def _model_server(host: str, device: str) -> dict[str, Any] | None:
     """The model server as a device's holder, when it leases the device (a GPU
-    it runs Classify one on); jobs are named from the database instead."""
-    holder = leases.holder(host, device)
+    it runs Classify one on); jobs are named from the database instead.
+    None while Redis is unreachable: the live streams and the Resources page
+    go on without it."""
+    try:
+        holder = leases.holder(host, device)
+    except redis.RedisError:  # the leases are away with Redis; the rest of the picture is still true
+        return None
     if holder is None or not holder.startswith("modelserver:"):
         return None
     return {"id": None, "name": "Model server (Classify one)", "owner": f"pid {holder.partition(':')[2]}",

@@ -8,6 +8,7 @@ import httpx
 
 from accounts.models import ApiToken
 from jobs.models import Status
+from jobs.sse import RESOURCES_EVERY_SECONDS
 from tests.jobtools import (
     alive,
     child_pid,
@@ -79,8 +80,8 @@ def test_redis_down_for_30_seconds_then_back_with_its_data_loses_nothing(alice, 
     assert page.status_code == 200 and page.json()["status"] == "running"
     assert httpx.get(f"{web.url}/api/jobs", headers=auth, timeout=10).status_code == 200
     time.sleep(max(0.0, REDIS_OUTAGE_SECONDS - (time.monotonic() - down_at)))
+    back_at = time.monotonic()  # before it answers: a stream may see it back before start() does
     redis_server.start()
-    back_at = time.monotonic()
 
     job = wait_status(job, Status.DONE, timeout=90)
     waiting = wait_status(waiting, Status.DONE, timeout=60)
@@ -101,6 +102,33 @@ def test_redis_down_for_30_seconds_then_back_with_its_data_loses_nothing(alice, 
              timeout=30, what="live updates on the listing stream after the outage")
     listing.close()
     follower.close()
+
+
+def test_while_redis_is_down_with_a_worker_alive_streams_stay_open_and_resources_answer(alice, worker, web,
+                                                                                         redis_server):
+    """The resources a stream sends every 2 s name the model server from its
+    Redis lease: that read failing once killed the stream, and a list stream
+    that reconnected with Last-Event-ID never sent the resync it owed."""
+    _, key = ApiToken.issue(alice, "test")
+    auth = {"Authorization": f"Token {key}"}
+    wait_for(lambda: httpx.get(f"{web.url}/api/resources", headers=auth, timeout=10).json()["workers"],
+             what="the worker to report")
+    job = submit_sleep(alice, steps=1)
+    listing = SSEClient(f"{web.url}/api/events", auth)
+    wait_for(lambda: [e for e in listing.of() if e["data"]["job"] == job.pk and e["id"]],
+             what="an event with an id, so a reconnect would send Last-Event-ID")
+    wait_status(job, Status.DONE)
+
+    redis_server.stop()
+    down_at = time.monotonic()
+    resources = httpx.get(f"{web.url}/api/resources", headers=auth, timeout=10)
+    assert resources.status_code == 200 and resources.json()["workers"], resources.text
+    time.sleep(max(0.0, 3 * RESOURCES_EVERY_SECONDS - (time.monotonic() - down_at)))  # an outage of 3 ticks
+    back_at = time.monotonic()  # before it answers: a stream may see it back before start() does
+    redis_server.start()
+    wait_for(lambda: [e for e in listing.of("resync") if e["received"] > back_at], what="a resync after Redis came back")
+    assert listing.connections == 1, "the stream stayed open through the outage"
+    listing.close()
 
 
 # Redis stays down for several times WORKER_DEAD_AFTER_SECONDS (3 s in the

@@ -18,3 +18,35 @@ def sign_up(page, username):
     page.fill("#id_password2", "a long enough passphrase")
     page.click("text=Create account")
     page.wait_for_url("**/")
+
+
+# Every text a status badge or a list's status cell is given, in order, with
+# its row's text: a status the page shows for a moment (two events in one
+# burst) is recorded, where polling the page for it may look too late.
+_RECORD_STATUSES = """
+window.statusesSeen = [];
+new MutationObserver((records) => {
+  for (const record of records) {
+    for (const node of record.addedNodes) {
+      const element = node.nodeType === Node.TEXT_NODE ? node.parentElement : node;
+      if (!element || !element.matches) continue;
+      const cells = element.matches("#status, td.status") ? [element] : [...element.querySelectorAll("#status, td.status")];
+      for (const cell of cells) {
+        window.statusesSeen.push([cell.closest("tr")?.innerText ?? "", cell.textContent.trim()]);
+      }
+    }
+  }
+}).observe(document, { subtree: true, childList: true });
+"""
+
+
+def record_statuses(page) -> None:
+    """From the next page loaded on, record every status the page shows."""
+    page.add_init_script(_RECORD_STATUSES)
+
+
+def statuses_seen(page, row: str = "") -> list[str]:
+    """The statuses shown since the page loaded, each change once: the job
+    page's badge, or the list row whose text holds ``row``."""
+    shown = [text for where, text in page.evaluate("window.statusesSeen") if row in where]
+    return [text for n, text in enumerate(shown) if n == 0 or shown[n - 1] != text]

@@ -15,6 +15,7 @@ a ``JobTransition`` and published as a ``status`` event.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -98,11 +99,13 @@ class Job(models.Model):
 
     def transition(
         self, to: str, frm: tuple[str, ...] | list[str], message: str = "",
-        expect: dict[str, Any] | None = None, **fields: Any,
+        expect: dict[str, Any] | None = None, confirm: Callable[[], None] | None = None, **fields: Any,
     ) -> bool:
         """Move to ``to`` if the job is still in one of ``frm`` (and matches
         ``expect``); set ``fields``; record and publish the change. Returns
-        False, changing nothing, when another process moved the job first."""
+        False, changing nothing, when another process moved the job first.
+        ``confirm`` runs once the row is updated, before the commit: what it
+        raises undoes the change and reaches the caller."""
         now = timezone.now()
         if to in TERMINAL:
             fields.setdefault("finished_at", now)
@@ -112,6 +115,8 @@ class Job(models.Model):
             updated = Job.objects.filter(pk=self.pk, status__in=list(frm), **(expect or {})).update(status=to, **fields)
             if not updated:
                 return False
+            if confirm is not None:
+                confirm()
             recorded = JobTransition.objects.create(job_id=self.pk, status=to, at=now, message=message)
         self.refresh_from_db()
         publish(self, "status", {"status": to, "message": message, "progress": self.progress,

@@ -69,18 +69,24 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
     if refusal := permissions.missing(job.owner, job.kind, job.params):  # revoked since it was queued
         job.transition(Status.FAILED, frm=[Status.WAITING], message=refusal, error=refusal)
         return
-    devices = wait_for_devices(job, worker)
-    if devices is None:
-        return
-    try:
-        if start(job, worker, devices):
-            process = launch_or_fail(job, devices)
-            if process:
-                nodes.open_nodes(job)
-                finish(job, *supervise(job, process))
-    finally:
-        leases.release(worker.host, devices, job.pk)
-        nodes.close_nodes(job, job.attempt)
+    while (devices := wait_for_devices(job, worker)) is not None:
+        try:
+            if start(job, worker, devices):
+                process = launch_or_fail(job, devices)
+                if process:
+                    nodes.open_nodes(job)
+                    finish(job, *supervise(job, process))
+            return
+        except LeaseLost as exc:
+            log.warning("job %s waits again: %s", job.pk, exc)
+        finally:
+            leases.release(worker.host, devices, job.pk)
+            nodes.close_nodes(job, job.attempt)
+
+
+class LeaseLost(Exception):
+    """A device's lease ran out between its taking and the job's start
+    (a database slow to commit), and another job took the device."""
 
 
 def claim(job: Job, worker: WorkerInfo) -> bool:
@@ -90,9 +96,24 @@ def claim(job: Job, worker: WorkerInfo) -> bool:
 
 
 def start(job: Job, worker: WorkerInfo, devices: list[str]) -> bool:
-    """Mark the job running on the devices it leased, if it is still this worker's."""
+    """Mark the job running on the devices it leased, if it is still this
+    worker's. The leases are asserted again before the commit: once the
+    database says the job runs there, no other job takes its devices
+    (``take_devices``), but until then only the leases guard them, and a
+    lease may have run out while the database kept the job waiting. Raises
+    ``LeaseLost``, changing nothing, when another job holds one by then."""
+
+    def still_leased() -> None:
+        try:
+            taken = leases.refresh(worker.host, devices, job.pk)
+        except redis.RedisError as exc:  # the heartbeat asserts them again once Redis is back
+            log.warning("cannot check the leases of job %s as it starts: %s", job.pk, exc)
+            return
+        if taken:
+            raise LeaseLost(f"another job took {', '.join(taken)} while this one was starting")
+
     return job.transition(Status.RUNNING, frm=[Status.WAITING], expect={"worker": worker.id},
-                          message=f"Running on {worker.host}: {', '.join(devices)}",
+                          message=f"Running on {worker.host}: {', '.join(devices)}", confirm=still_leased,
                           held={"host": worker.host, "devices": devices, **nodes.placement(job)},
                           started_at=timezone.now())
 

@@ -148,3 +148,42 @@ def test_two_workers_never_run_one_job_or_share_a_device():
             suppress_health_check=[HealthCheck.too_slow]))
     finally:
         clear_redis()
+
+
+def _first_gpu_jobs() -> tuple[Job, Job, WorkerInfo, WorkerInfo]:
+    clear_redis()
+    owner = User.objects.get_or_create(username="racer")[0]
+    jobs = [Job.objects.create(kind="sleep", name=name, owner=owner, resources={"device": "gpu", "ids": [0]})
+            for name in ("slow to start", "next")]
+    return jobs[0], jobs[1], new_worker(0), new_worker(1)
+
+
+@pytest.mark.django_db
+def test_a_job_whose_lease_ran_out_before_its_start_committed_waits_again_when_another_took_the_device():
+    """The lease is taken, then the database is slow to record the start:
+    the lease runs out, another worker takes the device, and only one of
+    the two may run on it (the suite once saw both)."""
+    slow, other, first_worker, second_worker = _first_gpu_jobs()
+    assert runner.claim(slow, first_worker)
+    assert runner.take_devices(slow, first_worker, ["gpu0"], 1) == ["gpu0"]
+    client().delete(leases.lease_key(HOST, "gpu0"))  # its time ran out
+    assert runner.claim(other, second_worker)
+    assert runner.take_devices(other, second_worker, ["gpu0"], 1) == ["gpu0"]
+    assert runner.start(other, second_worker, ["gpu0"])
+
+    with pytest.raises(runner.LeaseLost, match="another job took gpu0"):
+        runner.start(slow, first_worker, ["gpu0"])
+    slow.refresh_from_db()
+    assert (slow.status, slow.held, slow.started_at) == (Status.WAITING, {}, None)
+    assert not slow.transitions.filter(status=Status.RUNNING).exists()
+    assert leases.holder(HOST, "gpu0") == str(other.pk)
+
+
+@pytest.mark.django_db
+def test_a_job_whose_lease_ran_out_before_its_start_committed_takes_it_again_when_it_is_still_free():
+    slow, _, first_worker, _ = _first_gpu_jobs()
+    assert runner.claim(slow, first_worker)
+    assert runner.take_devices(slow, first_worker, ["gpu0"], 1) == ["gpu0"]
+    client().delete(leases.lease_key(HOST, "gpu0"))
+    assert runner.start(slow, first_worker, ["gpu0"])
+    assert leases.holder(HOST, "gpu0") == str(slow.pk)

@@ -264,7 +264,7 @@ def run_here(tmp_path: Path, bars: Path, **overrides) -> Path:
 
 @pytest.mark.parametrize("solver", [name for name, _ in solvers.SOLVERS])
 def test_every_solver_lowers_the_loss(tmp_path, bars, solver):
-    lr = {"sgd": 0.3, "momentum": 0.05, "nesterov": 0.05, "adam": 0.003, "adamw": 0.003, "rmsprop": 0.001,
+    lr = {"sgd": 0.3, "momentum": 0.05, "nesterov": 0.05, "adam": 0.003, "adamw": 0.003, "rmsprop": 0.0003,
           "adagrad": 0.02, "adadelta": 1.0, "lars": 5.0, "lamb": 0.01}[solver]
     folder = run_here(tmp_path, bars, solver=solver, lr=lr, epochs=2, lr_policy={"name": "fixed"})
     losses = [t["loss"] for t in of_kind(folder, kinds.TRAIN)]

@@ -2,7 +2,7 @@
 
 - a job's page: the job's events, first its history from ``events.jsonl``
   (after ``Last-Event-ID`` or ``?since=``, read from where those begin),
-  then live from its Redis stream, read once for all its streams (``feeds``);
+  then live from its Redis stream;
   each event's SSE id is its ``seq``, so a reconnecting browser misses none;
 - list pages: the status and progress of every job, from the shared stream,
   with Redis stream ids as SSE ids;
@@ -20,6 +20,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -28,7 +29,7 @@ from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 
 from digitslike.api import error
 
-from . import bus, resources
+from . import bus, eventseek, resources
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +118,42 @@ class Extras:
 async def stream_end(stream: str) -> str:
     last = await redis_client().xrevrange(stream, count=1)
     return last[0][0].decode() if last else "0-0"
+
+
+async def job_events(job_id: int, folder: Path, after_seq: int) -> AsyncIterator[str]:
+    stream = bus.job_stream(job_id)
+    extras = Extras()
+    reader = eventseek.reader_after(folder, after_seq)  # reads only the events after it
+    position: str | None = None
+    yield "retry: 1000\n\n"
+    while True:
+        if position is None:
+            try:
+                position = await stream_end(stream)  # noted before reading the file: no gap
+            except redis.RedisError:
+                position = None
+        reader.after_seq = max(reader.after_seq, after_seq)
+        for event in reader.read():
+            after_seq = event["seq"]
+            yield frame(event, event_id=after_seq)
+        async for extra in extras.frames():
+            yield extra
+        if position is None:  # Redis is down: poll the file, try Redis again soon
+            await asyncio.sleep(FILE_POLL_SECONDS)
+            continue
+        try:
+            reply = await redis_client().xread({stream: position}, block=BLOCK_MS, count=500)
+        except redis.RedisError as exc:
+            log.info("live bus unavailable for job %s, reading its file: %s", job_id, exc)
+            position = None
+            continue
+        for _, entries in reply:
+            for entry_id, fields in entries:
+                position = entry_id.decode()
+                _, event = bus.decode(fields)
+                if event["seq"] > after_seq:
+                    after_seq = event["seq"]
+                    yield frame(event, event_id=after_seq)
 
 
 async def jobs_events(since: str | None, detailed: bool = False) -> AsyncIterator[str]:

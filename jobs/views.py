@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from digitslike.api import ActionError, error, whole_number
 from trainer import jobfiles
 
-from . import bus, eventseek, feeds, kinds, resources, serialize, services, sse, streamslots
+from . import bus, eventseek, kinds, resources, serialize, services, sse, streamslots
 from .forms import JobEditForm
 from .logfile import tail_lines
 from .models import Job
@@ -166,7 +166,7 @@ async def job_events(request: HttpRequest, job_id: int) -> HttpResponse:
         return error("No such job.", 404)
     last = request.headers.get("Last-Event-ID") or request.GET.get("since") or "0"
     after = whole_number(last, MAX_SEQ) or 0
-    return await _stream(request, feeds.follow(job.pk, job.folder, after))
+    return await _stream(request, sse.job_events(job.pk, job.folder, after))
 
 
 async def jobs_events(request: HttpRequest) -> HttpResponse:

@@ -9,7 +9,7 @@ import json
 import pytest
 from django.test import Client
 
-from jobs import feeds
+from jobs import sse
 from jobs.bus import Forwarder, client, job_stream
 from jobs.models import Job, Status
 from trainer import events as eventlog
@@ -54,20 +54,16 @@ def test_a_long_jobs_page_reads_a_bounded_amount(alice, week_long):
 def test_a_resumed_stream_reads_from_where_it_resumes(week_long):
     last = week_long.transitions.count() + EVENTS
 
-    async def first_ids(after: int, count: int) -> list[str]:
-        stream = feeds.follow(week_long.pk, week_long.folder, after)
-        ids: list[str] = []
-        async for chunk in stream:
-            ids += [line for line in chunk.split("\n") if line.startswith("id: ")]
-            if len(ids) >= count:
-                break
+    async def first_frames(after: int, count: int) -> list[str]:
+        stream = sse.job_events(week_long.pk, week_long.folder, after)
+        frames = [frame async for frame in _take(stream, count)]
         await stream.aclose()
-        return ids
+        return frames
 
     before = bytes_read()
-    ids = asyncio.run(first_ids(last - 3, 3))
+    frames = asyncio.run(first_frames(last - 3, 4))
     assert bytes_read() - before < BOUND
-    assert ids == [f"id: {seq}" for seq in (last - 2, last - 1, last)]
+    assert [f.split("\n")[0] for f in frames[1:]] == [f"id: {seq}" for seq in (last - 2, last - 1, last)]
 
 
 def test_a_new_forwarder_reads_only_what_the_stream_lacks(week_long):
@@ -78,3 +74,10 @@ def test_a_new_forwarder_reads_only_what_the_stream_lacks(week_long):
     assert bytes_read() - before < BOUND
     assert [e["kind"] for e in fresh] == ["progress"]
 
+
+async def _take(stream, count: int):
+    async for frame in stream:
+        yield frame
+        count -= 1
+        if not count:
+            return

@@ -90,7 +90,8 @@ def test_two_jobs_for_one_slot_run_one_after_the_other(alice, worker):
 
 
 def test_a_waiting_job_shows_its_place_in_the_queue(alice, worker):
-    jobs = [submit_sleep(alice, steps=20, step_seconds=0.1, name=f"j{i}") for i in range(3)]
+    # Long enough that none ends while the test looks, however slow the machine.
+    jobs = [submit_sleep(alice, steps=600, step_seconds=0.1, name=f"j{i}") for i in range(3)]
     wait_status(jobs[0], Status.RUNNING)
     waiting = [wait_status(job, Status.WAITING) for job in jobs[1:]]
     assert [job.queue_position() for job in waiting] == [1, 2]

@@ -103,6 +103,26 @@ def own_data_dir(tmp_path, settings, monkeypatch):
     monkeypatch.setenv("DATA_DIR", str(data_dir))
 
 
+@pytest.fixture(autouse=True)
+def empty_redis():
+    """Each test starts with the suite's Redis as empty as its database: the
+    Redis server outlives the tests, and SQLite hands a rolled-back test's
+    job ids out again. A job message one test left in the broker (its job
+    requeued with no worker to take it) made the next test's worker claim
+    that test's job of the same id first, out of turn, while its first job
+    stayed queued. The broker's queue bindings stay: this process declared
+    its queues once and would not bind them again."""
+    from django.conf import settings
+
+    from jobs.bus import client
+
+    bindings = settings.CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] + "_kombu.binding."
+    stale = [key for key in client().scan_iter(match=f"{settings.REDIS_PREFIX}:*", count=1000)
+             if not key.decode().startswith(bindings)]
+    if stale:
+        client().delete(*stale)
+
+
 @pytest.fixture
 def refusals() -> set[str]:
     """URL paths (``/datasets/new/``) whose refusal a browser test expects:

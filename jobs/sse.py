@@ -28,6 +28,7 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 
 from digitslike.api import error
+from trainer import events as eventlog
 
 from . import bus, eventseek, resources
 
@@ -120,7 +121,33 @@ async def stream_end(stream: str) -> str:
     return last[0][0].decode() if last else "0-0"
 
 
+def _file_frames(reader: eventlog.Reader, folder: Path, after_seq: int) -> tuple[eventlog.Reader, int, str]:
+    """The file's events after ``after_seq`` as frames, joined, and the last
+    one's seq. A reader that live events left behind starts again from
+    ``after_seq``, found from the file's end: it would read (and decode) all
+    it skipped."""
+    if reader.after_seq < after_seq:
+        reader = eventseek.reader_after(folder, after_seq)
+    events = reader.read()
+    frames = "".join(frame(event, event_id=event["seq"]) for event in events)
+    return reader, (events[-1]["seq"] if events else after_seq), frames
+
+
+def _live_frame(seq: int, fields: dict[bytes, bytes]) -> str:
+    """An event from the bus as its frame: the bus carries it as the same
+    JSON a frame holds, so it is not decoded and encoded again per stream."""
+    return f"id: {seq}\ndata: {fields[b'event'].decode()}\n\n"
+
+
 async def job_events(job_id: int, folder: Path, after_seq: int) -> AsyncIterator[str]:
+    """A job page's stream: the events after ``after_seq``, each once, in
+    ``seq`` order, then live ones as they come.
+
+    The log numbers events from 1 with no gap, and every event is in the
+    file before it is on the bus. So the stream reads the file for what
+    came before it joined the bus, whenever the bus brings an event further
+    on than the next one (what it skipped: the file has it), and while
+    Redis is down; otherwise it sends what the bus carries as it comes."""
     stream = bus.job_stream(job_id)
     extras = Extras()
     reader = eventseek.reader_after(folder, after_seq)  # reads only the events after it
@@ -132,10 +159,9 @@ async def job_events(job_id: int, folder: Path, after_seq: int) -> AsyncIterator
                 position = await stream_end(stream)  # noted before reading the file: no gap
             except redis.RedisError:
                 position = None
-        reader.after_seq = max(reader.after_seq, after_seq)
-        for event in reader.read():
-            after_seq = event["seq"]
-            yield frame(event, event_id=after_seq)
+            reader, after_seq, frames = _file_frames(reader, folder, after_seq)
+            if frames:
+                yield frames
         async for extra in extras.frames():
             yield extra
         if position is None:  # Redis is down: poll the file, try Redis again soon
@@ -147,13 +173,19 @@ async def job_events(job_id: int, folder: Path, after_seq: int) -> AsyncIterator
             log.info("live bus unavailable for job %s, reading its file: %s", job_id, exc)
             position = None
             continue
+        sent = []
         for _, entries in reply:
             for entry_id, fields in entries:
                 position = entry_id.decode()
-                _, event = bus.decode(fields)
-                if event["seq"] > after_seq:
-                    after_seq = event["seq"]
-                    yield frame(event, event_id=after_seq)
+                seq = int(fields[b"seq"])
+                if seq > after_seq + 1:  # the bus skipped some (or this stream fell behind): the file has them
+                    reader, after_seq, frames = _file_frames(reader, folder, after_seq)
+                    sent.append(frames)
+                if seq == after_seq + 1:
+                    sent.append(_live_frame(seq, fields))
+                    after_seq = seq
+        if sent:
+            yield "".join(sent)
 
 
 async def jobs_events(since: str | None, detailed: bool = False) -> AsyncIterator[str]:

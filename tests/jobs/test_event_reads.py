@@ -1,7 +1,8 @@
 """A long job's page and stream read only what they need of its
 ``events.jsonl``: from the end, or from the event a stream resumes after.
 Measured as the bytes this process reads (``rchar`` in ``/proc/self/io``)
-against a generated file of a quarter of a million events."""
+against a generated file of a quarter of a million events. And a stream
+sends each event once, in order, whatever the bus skips or repeats."""
 
 import asyncio
 import json
@@ -10,7 +11,7 @@ import pytest
 from django.test import Client
 
 from jobs import sse
-from jobs.bus import Forwarder, client, job_stream
+from jobs.bus import Forwarder, client, encode, job_stream
 from jobs.models import Job, Status
 from trainer import events as eventlog
 
@@ -53,17 +54,10 @@ def test_a_long_jobs_page_reads_a_bounded_amount(alice, week_long):
 
 def test_a_resumed_stream_reads_from_where_it_resumes(week_long):
     last = week_long.transitions.count() + EVENTS
-
-    async def first_frames(after: int, count: int) -> list[str]:
-        stream = sse.job_events(week_long.pk, week_long.folder, after)
-        frames = [frame async for frame in _take(stream, count)]
-        await stream.aclose()
-        return frames
-
     before = bytes_read()
-    frames = asyncio.run(first_frames(last - 3, 4))
+    ids = asyncio.run(event_ids(week_long, last - 3, 3))
     assert bytes_read() - before < BOUND
-    assert [f.split("\n")[0] for f in frames[1:]] == [f"id: {seq}" for seq in (last - 2, last - 1, last)]
+    assert ids == [last - 2, last - 1, last]
 
 
 def test_a_new_forwarder_reads_only_what_the_stream_lacks(week_long):
@@ -75,9 +69,45 @@ def test_a_new_forwarder_reads_only_what_the_stream_lacks(week_long):
     assert [e["kind"] for e in fresh] == ["progress"]
 
 
-async def _take(stream, count: int):
-    async for frame in stream:
-        yield frame
-        count -= 1
-        if not count:
-            return
+def test_a_stream_sends_what_the_bus_skipped_from_the_file_and_what_it_repeats_once(alice):
+    job = Job.objects.create(kind="sleep", name="gaps", owner=alice, resources={"device": "cpu"})
+    job.folder.mkdir(parents=True)
+    start = eventlog.append(job.folder, "log", {"lines": ["before the stream"]})["seq"]
+
+    async def sent() -> list[int]:
+        stream = sse.job_events(job.pk, job.folder, start)
+        assert await anext(stream) == "retry: 1000\n\n"
+        # The stream has noted where the bus ends and read the file when it
+        # sends its first resources: what follows reaches it only by the bus.
+        assert (await anext(stream)).startswith("event: resources")
+        skipped = eventlog.append(job.folder, "log", {"lines": ["never on the bus"]})
+        repeated = eventlog.append(job.folder, "progress", {"progress": 0.5})
+        for _ in range(2):
+            client().xadd(job_stream(job.pk), encode(repeated, job.pk))
+        last = eventlog.append(job.folder, "progress", {"progress": 0.75})
+        client().xadd(job_stream(job.pk), encode(last, job.pk))
+        ids = []
+        async with asyncio.timeout(30):
+            while len(ids) < 3:
+                ids += [int(line.removeprefix("id: ")) for line in (await anext(stream)).split("\n")
+                        if line.startswith("id: ")]
+        await stream.aclose()
+        assert [skipped["seq"], repeated["seq"], last["seq"]] == [start + 1, start + 2, start + 3]
+        return ids
+
+    try:
+        assert asyncio.run(sent()) == [start + 1, start + 2, start + 3]
+    finally:
+        client().delete(job_stream(job.pk))
+
+
+async def event_ids(job: Job, after: int, count: int) -> list[int]:
+    """The ids of the first ``count`` events a job's stream sends after ``after``."""
+    stream = sse.job_events(job.pk, job.folder, after)
+    ids: list[int] = []
+    async for text in stream:
+        ids += [int(line.removeprefix("id: ")) for line in text.split("\n") if line.startswith("id: ")]
+        if len(ids) >= count:
+            break
+    await stream.aclose()
+    return ids

@@ -5,6 +5,7 @@ same pieces the test suite uses."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -74,9 +75,12 @@ class Stack:
         return service
 
     def close(self) -> None:
+        """Stop everything and remove the folder (a photo import leaves over
+        600 MiB there); what a run has to say it has printed."""
         for service in self.services:
             service.stop()
         self.redis.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def percentile(values: list[float], p: float) -> float:

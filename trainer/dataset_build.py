@@ -265,7 +265,7 @@ def build(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
     options.update(quality=config.get("quality", 90), roots=roots, archive=archive,
                    slots={s: w.slots() for s, w in writers.items()} if raw else {})
     context = multiprocessing.get_context("fork")
-    mean = MeanSums(context, processes, shape) if config.get("mean", True) and planned["train"] else None
+    mean = MeanSums(context, processes, shape, planned["train"]) if config.get("mean", True) and planned["train"] else None
     tasks = ((i, item.path, item.member, item.split, slots[i]) for i, item in enumerate(plan.items))
     with context.Pool(processes, init_worker, (options, mean)) as pool:
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import pytest
 from PIL import Image
 
 from tests.datasetfiles import tar_of
+from trainer import build_pool
 from trainer.dataset_build import main
 from trainer.datastore import SplitReader
 
@@ -184,3 +186,23 @@ def test_memory_stays_flat_on_a_large_archive(tmp_path):
     small = peak_build_memory(tmp_path / "small-job", tmp_path / "small.tar.gz")
     large = peak_build_memory(tmp_path / "large-job", tmp_path / "large.tar.gz")
     assert large - small < 60 * 1024 * 1024, (small, large)
+
+
+def _add_to_row(image: np.ndarray) -> None:
+    build_pool._add_to_mean(image)
+
+
+@pytest.mark.parametrize("images", [1000, 2**32 // 255 + 1])
+def test_the_pool_sums_images_exactly_in_rows_wide_enough_for_the_planned_count(images):
+    """Sums stay 32-bit while the planned count cannot overflow them, and 64-bit beyond; either way
+    the pool's processes add every image exactly."""
+    context = multiprocessing.get_context("fork")
+    sums = build_pool.MeanSums(context, 2, (3, 2, 1), images)
+    assert sums.rows().dtype == (np.uint32 if images < 2**32 // 255 else np.int64)
+    sums.rows()[0] = np.iinfo(np.uint32).max - 300 if images > 2**32 // 255 else 0
+    start = sums.total().copy()
+    rng = np.random.default_rng(0)
+    batch = rng.integers(0, 256, (40, 3, 2, 1), dtype=np.uint8)
+    with context.Pool(2, build_pool.init_worker, ({}, sums)) as pool:
+        pool.map(_add_to_row, list(batch), chunksize=1)
+    assert np.array_equal(sums.total(), start + batch.sum(axis=0, dtype=np.int64))

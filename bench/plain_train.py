@@ -11,6 +11,11 @@ INTERVAL_SECONDS, the trainer's (the benchmark passes them, so that this
 script imports nothing of the app). Prints one JSON line: training seconds
 and images per second without the warm-up, each interval's images per
 second, and the final validation accuracy.
+
+It sets the C allocator as the trainer does (``trainer.hostmemory``): with
+glibc's defaults a CPU loop's step time moved by up to 10% from one run to
+the next with its heap's layout, on either side, which no pairing can
+average away.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from trainer.hostmemory import keep_freed_memory  # noqa: E402
 from trainer.networks import build  # noqa: E402  the same network, built the same way
 
 
@@ -38,6 +44,7 @@ def load(folder: Path, split: str, device: torch.device) -> tuple[torch.Tensor, 
 
 def main(folder: str, network: str, epochs: str, batch: str, lr: str, solver: str, precision: str,
          warmup_steps: str, interval_seconds: str) -> None:
+    keep_freed_memory()  # the trainer's allocator settings: without them either side's step time is a toss
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.backends.cudnn.benchmark = True
     folder_path = Path(folder)

@@ -52,7 +52,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from . import averaging, checkpoint, diskspace, eventkinds, events, jobfiles, lr_policy, solvers, telemetry, tta
+from . import averaging, checkpoint, diskspace, eventkinds, events, hostmemory, jobfiles, lr_policy, solvers, telemetry, tta
 from .data import Augment, Batches, DatasetInfo, Normalizer, SplitData, load_split
 from .distributed import DeviceError, Placement, exit_process, setup
 from .networks import NetworkError, build, summary
@@ -651,6 +651,7 @@ def main(config_path: str) -> int:
             run.stop_requested = True
 
     signal.signal(signal.SIGTERM, stop)
+    hostmemory.keep_freed_memory()
     try:
         place = setup(config.get("devices", []))
         runs.append(Run(config, job_dir, place))

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer import events, jobfiles
+from trainer import events, hostmemory, jobfiles
 from trainer.archives import ArchiveError, Limits, extract
 from trainer.buildfolder import building
 from trainer.datastore import EncodedSplitWriter, encode
@@ -188,6 +188,7 @@ def run(config: dict[str, Any], job_dir: Path, work: Path) -> dict[str, Any]:
 def main(config_path: str) -> int:
     job_dir = Path(config_path).parent
     config = json.loads(Path(config_path).read_text())
+    hostmemory.keep_freed_memory()
     try:
         with building(job_dir / OUTPUT) as work:
             report = run(config, job_dir, work)

@@ -76,9 +76,12 @@ def run(node: JobNode, worker: WorkerInfo, devices: list[str]) -> None:
         return
     job.held = held  # the kind's command reads this node's place, not node 0's
     code, stopped = supervise(node, launch(job, devices, node.rank))
-    if code == 0:  # also when the job ended done a moment before its last node exited
+    # The processes agree on stopping among themselves, so after an abort
+    # this node's may end, cleanly or not, before its runner looked.
+    aborted = nodes.abort_requested(job.pk, node.attempt)
+    if code == 0 and not aborted:  # also when the job ended done a moment before its last node exited
         node.move(Status.DONE, [Status.RUNNING])
-    elif stopped:
+    elif stopped or aborted:
         node.move(Status.ABORTED, [Status.RUNNING], message="Stopped with its job.")
     else:
         node.move(Status.FAILED, [Status.RUNNING], message=failure_message(job, node.rank, code))

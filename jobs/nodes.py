@@ -74,6 +74,11 @@ def runs_this_attempt(job_id: int, attempt: int) -> bool:
     return Job.objects.filter(pk=job_id, status=Status.RUNNING, attempt=attempt, abort_requested=False).exists()
 
 
+def abort_requested(job_id: int, attempt: int) -> bool:
+    """Whether someone asked to abort the attempt its nodes belong to."""
+    return Job.objects.filter(pk=job_id, attempt=attempt, abort_requested=True).exists()
+
+
 def takes_part(job: Job, attempt: int, worker_id: str) -> bool:
     """Whether the worker already runs a node of the job's attempt (node 0 included)."""
     return job.worker == worker_id or JobNode.objects.filter(

@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 
 from jobs import services
-from jobs.models import Job, JobNode, Status
+from jobs.models import TERMINAL, Job, JobNode, Status
 from tests.clients import signed_in
 from tests.jobtools import events_of, pids_running, wait_status
 from tests.processes import wait_for
@@ -110,6 +110,26 @@ def test_aborting_a_model_over_two_nodes_ends_both(alice, worker_factory):
     job = wait_status(job, Status.ABORTED)
     wait_for(lambda: other_node(job).status == Status.ABORTED, what="the other node to stop")
     wait_for(lambda: no_trainer_left(job), what="every process of both nodes to end")
+
+
+def test_a_node_whose_processes_end_before_its_worker_sees_the_abort_is_aborted(alice, worker_factory):
+    # The processes agree on stopping among themselves: after an abort the
+    # other node's may have ended, cleanly, before its worker looked at the
+    # job. Its worker is held still here until they have, then let go.
+    workers = two_hosts(worker_factory, WORKER_DEAD_AFTER_SECONDS="120")
+    job = create(signed_in(alice), name="stopped together", dataset=dataset_job(alice).pk, batch_size=8, nodes=2,
+                 **{**COMMON, "epochs": 200})
+    wait_for(lambda: past_epoch(job, 0.2), timeout=120, what="both nodes to train")
+    held_still = workers[other_node(job).held["host"]].process
+    held_still.send_signal(signal.SIGSTOP)
+    try:
+        services.abort(job, alice)
+        job = wait_status(job, Status.ABORTED, timeout=60)
+        wait_for(lambda: not launchers(job), timeout=60, what="both nodes' processes to stop together")
+    finally:
+        held_still.send_signal(signal.SIGCONT)
+    node = wait_for(lambda: (found := other_node(job)).status in TERMINAL and found, what="the other node to end")
+    assert (node.status, node.message) == (Status.ABORTED, "Stopped with its job.")
 
 
 def test_a_node_whose_worker_dies_fails_the_job_and_ends_the_other_node(alice, worker_factory):

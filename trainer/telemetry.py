@@ -95,7 +95,7 @@ class Hardware:
 
 def _histogram(values: torch.Tensor) -> dict[str, list[float]]:
     values = values.detach().float().flatten()
-    low, high = values.min().item(), values.max().item()  # host-device sync: reporting point
+    low, high = (float(v) for v in torch.aminmax(values))  # host-device sync: reporting point
     if not math.isfinite(low) or not math.isfinite(high):
         return {"edges": [], "counts": []}
     if high <= low:
@@ -105,14 +105,25 @@ def _histogram(values: torch.Tensor) -> dict[str, list[float]]:
     return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts.tolist()]}
 
 
-def layer_statistics(model: torch.nn.Module) -> list[dict[str, Any]]:
-    """Norms and histograms of each weight tensor (biases and norms' scales
-    left out) and of its gradient from the last step."""
+def reported_weights(model: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
+    """The weight tensors the layer reports cover (biases and norms' scales
+    left out), at most ``MAX_LAYERS``."""
+    return [(name, parameter) for name, parameter in model.named_parameters() if parameter.ndim >= 2][:MAX_LAYERS]
+
+
+def gradients(model: torch.nn.Module) -> dict[str, torch.Tensor | None]:
+    """The reported weights' gradients of the last step, by name: the tensors
+    themselves, no copy, so that ``zero_grad(set_to_none=True)`` leaves them to
+    ``layer_statistics`` after the training interval ends."""
+    return {name: parameter.grad for name, parameter in reported_weights(model)}
+
+
+def layer_statistics(model: torch.nn.Module, grads: dict[str, torch.Tensor | None] | None = None) -> list[dict[str, Any]]:
+    """Norms and histograms of each reported weight tensor and of its
+    gradient: ``grads`` (see ``gradients``), else the parameters' own."""
     layers = []
-    for name, parameter in model.named_parameters():
-        if parameter.ndim < 2:
-            continue
-        grad = parameter.grad
+    for name, parameter in reported_weights(model):
+        grad = parameter.grad if grads is None else grads.get(name)
         layers.append({
             "name": name.removesuffix(".weight"),
             "weight_norm": float(parameter.detach().float().norm().item()),
@@ -120,8 +131,6 @@ def layer_statistics(model: torch.nn.Module) -> list[dict[str, Any]]:
             "weight_hist": _histogram(parameter),
             "grad_hist": _histogram(grad) if grad is not None else {"edges": [], "counts": []},
         })
-        if len(layers) == MAX_LAYERS:
-            break
     return layers
 
 

@@ -106,6 +106,7 @@ class Run:
         # This attempt's last validation (step, metrics) and the step last.pt last held.
         self.validation: tuple[int, dict[str, float]] | None = None
         self.last_saved_step: int | None = None
+        self.layer_grads: dict[str, torch.Tensor | None] | None = None  # the gradients a validation's report shows
         self._setup_numerics()
         self._setup_data()
         self._setup_model()
@@ -404,8 +405,8 @@ class Run:
             self.scaler.step(self.optimizer)
             self.scaler.update()
             self.average.update(self.progress.step)
-            if collect:
-                self.layer_report = telemetry.layer_statistics(self.model)
+            if collect:  # their statistics are reporting work, done after the interval ends
+                self.layer_grads = telemetry.gradients(self.model)
             self.optimizer.zero_grad(set_to_none=True)
         return loss.detach().float()
 
@@ -526,8 +527,8 @@ class Run:
         return False
 
     def report_layers(self, epoch: float) -> None:
-        layers = getattr(self, "layer_report", None) or telemetry.layer_statistics(self.model)
-        self.layer_report = None
+        layers = telemetry.layer_statistics(self.model, self.layer_grads)
+        self.layer_grads = None
         filters = filters_together = None
         weight = telemetry.first_conv_weight(self.model)
         if weight is not None and self.place.is_main:

@@ -9,7 +9,7 @@ import torch
 from PIL import Image
 
 from trainer import gpus
-from trainer.telemetry import FILTER_PIXELS, Hardware, filters_image, peak_for
+from trainer.telemetry import FILTER_PIXELS, Hardware, filters_image, gradients, layer_statistics, peak_for
 
 
 @pytest.mark.parametrize(("name", "precision", "peak"), [
@@ -58,3 +58,18 @@ def test_the_first_layers_filters_are_drawn_each_scaled_on_its_own_or_all_togeth
     strong_together, weak_together = filter_pixels(together=True)
     assert strong_together.min() == 0 and strong_together.max() == 255
     assert weak_together.min() >= 125 and weak_together.max() <= 130  # close to the middle grey
+
+
+def test_a_steps_gradients_outlive_zero_grad_for_the_layer_report_after_the_interval():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 3))
+    model(torch.randn(5, 1, 8, 8)).square().sum().backward()
+    at_the_step = layer_statistics(model)
+    held = gradients(model)
+    torch.optim.SGD(model.parameters(), lr=0.0).zero_grad(set_to_none=True)
+    assert all(parameter.grad is None for parameter in model.parameters())
+    assert [layer["name"] for layer in at_the_step] == ["0", "2"]
+    assert all(layer["grad_norm"] > 0 and sum(layer["grad_hist"]["counts"]) == size
+               for layer, size in zip(at_the_step, (36, 432), strict=True))
+    assert layer_statistics(model, held) == at_the_step
+    assert [layer["grad_norm"] for layer in layer_statistics(model)] == [None, None]

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
+from django.db import connection, connections
 
 from tests import plugin
 from tests.browser import CHROMIUM
@@ -161,4 +161,8 @@ def page(web, refusals, monkeypatch):
                 and errors.append(f"{request.method} {request.url}: {request.failure}"))
         yield page
         browser.close()
+        # While Playwright's loop runs in this thread, Django keeps the test's
+        # connection apart from the thread's; close it before the loop ends,
+        # or it outlives the test and the test database cannot be dropped.
+        connections.close_all()
         assert not errors, f"errors in the browser: {errors}"

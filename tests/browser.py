@@ -22,21 +22,29 @@ def sign_up(page, username):
 
 # Every text a status badge or a list's status cell is given, in order, with
 # its row's text: a status the page shows for a moment (two events in one
-# burst) is recorded, where polling the page for it may look too late.
+# burst) is recorded, where polling the page for it may look too late. A text
+# is taken from the node added, under the element it was added to: by the
+# time the observer runs, a later text may have replaced it in the page.
 _RECORD_STATUSES = """
 window.statusesSeen = [];
+{
+const STATUS_CELLS = "#status, td.status";
+function recordStatus(cell, text) {
+  window.statusesSeen.push([cell.closest("tr")?.innerText ?? "", text.trim()]);
+}
 new MutationObserver((records) => {
   for (const record of records) {
     for (const node of record.addedNodes) {
-      const element = node.nodeType === Node.TEXT_NODE ? node.parentElement : node;
-      if (!element || !element.matches) continue;
-      const cells = element.matches("#status, td.status") ? [element] : [...element.querySelectorAll("#status, td.status")];
-      for (const cell of cells) {
-        window.statusesSeen.push([cell.closest("tr")?.innerText ?? "", cell.textContent.trim()]);
+      if (node.nodeType === Node.TEXT_NODE) {
+        if (record.target.matches?.(STATUS_CELLS)) recordStatus(record.target, node.data);
+      } else if (node.matches) {
+        const cells = node.matches(STATUS_CELLS) ? [node] : [...node.querySelectorAll(STATUS_CELLS)];
+        for (const cell of cells) recordStatus(cell, cell.textContent);
       }
     }
   }
 }).observe(document, { subtree: true, childList: true });
+}
 """
 
 

@@ -22,7 +22,7 @@ def status_of(job: Job) -> str:
 
 def wait_status(job: Job, *statuses: str, timeout: float = 30.0) -> Job:
     wait_for(lambda: status_of(job) in statuses, timeout=timeout,
-             what=f"job {job.pk} to be {' or '.join(statuses)} (it is {status_of(job)})")
+             what=lambda: f"job {job.pk} to be {' or '.join(statuses)} (it is {status_of(job)})")
     job.refresh_from_db()
     return job
 

@@ -17,15 +17,18 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def wait_for(predicate: Callable[[], object], timeout: float = 20.0, every: float = 0.05, what: str = "condition"):
-    """Poll until predicate() is truthy; return its value or fail with ``what``."""
+def wait_for(predicate: Callable[[], object], timeout: float = 20.0, every: float = 0.05,
+             what: str | Callable[[], str] = "condition"):
+    """Poll until predicate() is truthy; return its value or fail with
+    ``what``, called at the timeout if it is a function (so that the message
+    says how things stood then)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout}s waiting for {what() if callable(what) else what}")
         time.sleep(every)
 
 

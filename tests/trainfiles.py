@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainer.datastore import RawSplitWriter
+from trainer.datastore import EncodedSplitWriter, RawSplitWriter, encode
 
 CLASSES = ("horizontal", "vertical", "diagonal", "antidiagonal")
 
@@ -35,10 +35,12 @@ Draw = Callable[[int, int, np.random.Generator], np.ndarray]
 
 
 def make_dataset(folder: Path, per_class: dict[str, int] | None = None, size: int = 28, seed: int = 0,
-                 draw: Draw = bars, classes: Sequence[str] = CLASSES, channels: int = 1) -> Path:
+                 draw: Draw = bars, classes: Sequence[str] = CLASSES, channels: int = 1,
+                 encoding: str = "none") -> Path:
     """A dataset folder with train/val/test splits; returns the folder.
     ``draw(label, size, rng)`` makes one size×size×channels image (the bars
-    by default, four classes, grayscale)."""
+    by default, four classes, grayscale); ``encoding`` is the store's
+    (``none`` raw, or ``png``/``jpeg`` as the dataset build writes them)."""
     per_class = per_class or {"train": 120, "val": 30, "test": 30}
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
@@ -49,25 +51,36 @@ def make_dataset(folder: Path, per_class: dict[str, int] | None = None, size: in
         count = per_class.get(split, 0) * len(classes)
         labels = np.arange(count) % len(classes)
         rng.shuffle(labels)
-        writer = RawSplitWriter(folder, split, shape, count)
-        if count:
-            images = np.stack([draw(int(label), size, rng) for label in labels])
-            with open(writer.path, "r+b") as handle:
-                handle.seek(writer.header_length)
-                handle.write(images.tobytes())
-            if split == "train":
-                mean = images.mean(axis=0)
-        for slot, label in enumerate(labels):
-            writer.mark(slot, int(label))
-        writer.close()
+        images = np.stack([draw(int(label), size, rng) for label in labels]) if count else None
+        if images is not None and split == "train":
+            mean = images.mean(axis=0)
+        _write_split(folder, split, shape, labels, images, encoding)
         splits[split] = {"count": int(count), "per_class": [int((labels == k).sum()) for k in range(len(classes))]}
     np.save(folder / "mean.npy", mean.astype(np.float32))
-    manifest = {"version": 1, "options": {}, "classes": list(classes), "image_shape": list(shape), "encoding": "none",
+    manifest = {"version": 1, "options": {}, "classes": list(classes), "image_shape": list(shape), "encoding": encoding,
                 "splits": splits, "skipped": {"total": 0, "per_class": {}}, "warnings": [], "mean": None,
                 "seconds": 0.0, "files": {}}
     (folder / "manifest.json").write_text(json.dumps(manifest))
     (folder / "labels.txt").write_text("".join(f"{name}\n" for name in classes))
     return folder
+
+
+def _write_split(folder: Path, split: str, shape: tuple[int, int, int], labels: np.ndarray,
+                 images: np.ndarray | None, encoding: str) -> None:
+    if encoding != "none":
+        writer = EncodedSplitWriter(folder, split, shape, encoding, 90)
+        for label, pixels in zip(labels, images if images is not None else [], strict=True):
+            writer.add(encode(pixels, encoding, 90), int(label))
+        writer.close()
+        return
+    writer = RawSplitWriter(folder, split, shape, len(labels))
+    if images is not None:
+        with open(writer.path, "r+b") as handle:
+            handle.seek(writer.header_length)
+            handle.write(images.tobytes())
+    for slot, label in enumerate(labels):
+        writer.mark(slot, int(label))
+    writer.close()
 
 
 def train_config(dataset_dir: Path, **overrides) -> dict:

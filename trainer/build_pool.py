@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import signal
 from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
@@ -75,8 +74,6 @@ class _Worker:
 
 
 def init_worker(options: dict[str, Any], mean: MeanSums | None) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's clean-up handler
     _Worker.options = options
     if mean is not None:
         row = mean.claim_row()
@@ -125,3 +122,7 @@ def decode(task: Task) -> Result:
         return index, True, None, hashlib.sha256(pixels).digest(), ""
     encoded = encode(pixels, o["encoding"], o["quality"])
     return index, True, encoded, hashlib.sha256(encoded).digest(), ""
+
+
+def decode_batch(tasks: list[Task]) -> list[Result]:
+    return [decode(task) for task in tasks]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import mmap
-import multiprocessing
 import os
 import time
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from . import steps
 from .augment import Augment, Positions, centre_crop, take
+from .children import fork_pool, signals_held, start_child
 from .datastore import SplitReader, decode
 
 MEAN_MODES = ("none", "image", "pixel")
@@ -137,6 +137,10 @@ class StreamingSplit:
         return self
 
 
+def _start_loader_worker(worker: int) -> None:
+    start_child()
+
+
 class BatchReader(Dataset):
     """The ``DataLoader`` dataset of a streamed split: its items are whole
     batches, the images at a batch of positions (read by the store's
@@ -195,8 +199,8 @@ def _read_raw(path: Path) -> np.ndarray:
 
 
 def _decode_all(blob: Path, index: np.ndarray, shape: tuple[int, int, int], processes: int) -> np.ndarray:
-    """Every image of an encoded store, decoded by a pool of forked processes
-    straight into one shared array (no pixels through pipes)."""
+    """Every image of an encoded store, decoded by forked processes straight
+    into one shared array (no pixels through pipes)."""
     count = len(index)
     shared = mmap.mmap(-1, count * math.prod(shape))
     images = np.frombuffer(shared, dtype=np.uint8).reshape(count, *shape)
@@ -210,8 +214,8 @@ def _decode_all(blob: Path, index: np.ndarray, shape: tuple[int, int, int], proc
         finally:
             _decoder.clear()
     else:
-        with multiprocessing.get_context("fork").Pool(processes, _start_decoder, (blob, index, images)) as pool:
-            for _ in pool.imap_unordered(_decode_chunk, chunks):
+        with fork_pool(processes, _start_decoder, (blob, index, images)) as pool:
+            for _ in pool.map(_decode_chunk, chunks):
                 pass
     return images
 
@@ -425,8 +429,9 @@ class Batches:
         if self._loader is None:
             self._loader = DataLoader(self.split.reader, batch_size=None, sampler=self._sampler,
                                       num_workers=self.split.workers, persistent_workers=self.split.workers > 0,
-                                      pin_memory=self.device.type == "cuda")
-        batches = iter(self._loader)
+                                      pin_memory=self.device.type == "cuda", worker_init_fn=_start_loader_worker)
+        with signals_held():  # the loader's processes are forked here (once: they persist)
+            batches = iter(self._loader)
         for number in range(begin, len(self)):
             started = time.perf_counter()
             pixels, labels = next(batches)

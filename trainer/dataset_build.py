@@ -32,11 +32,13 @@ from PIL import Image
 
 from . import diskspace, events
 from .archives import ArchiveError, Entry, Limits, MemberReader, list_members
-from .build_pool import MeanSums, decode, init_worker
+from .build_pool import MeanSums, decode_batch, init_worker
+from .children import fork_pool
 from .dataset_sources import SPLITS, ClassFiles, SourceError, archive_classes, folder_classes, inside
 from .datastore import EncodedSplitWriter, RawSplitWriter, images_file, replace_folder
 
 PROGRESS_EVERY_SECONDS = 0.5
+TASKS_PER_BATCH = 32  # images a pool process is sent at a time
 UNCOMPRESSED_ARCHIVE = "archive.tar"  # a compressed tar's uncompressed copy, read in place by the pool
 
 
@@ -266,10 +268,12 @@ def build(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
                    slots={s: w.slots() for s, w in writers.items()} if raw else {})
     context = multiprocessing.get_context("fork")
     mean = MeanSums(context, processes, shape, planned["train"]) if config.get("mean", True) and planned["train"] else None
-    tasks = ((i, item.path, item.member, item.split, slots[i]) for i, item in enumerate(plan.items))
-    with context.Pool(processes, init_worker, (options, mean)) as pool:
+    tasks = [(i, item.path, item.member, item.split, slots[i]) for i, item in enumerate(plan.items)]
+    batches = (tasks[start:start + TASKS_PER_BATCH] for start in range(0, len(tasks), TASKS_PER_BATCH))
+    with fork_pool(processes, init_worker, (options, mean)) as pool:
         try:
-            for done, (index, ok, encoded, digest, reason) in enumerate(pool.imap(decode, tasks, chunksize=32), 1):
+            results = (result for batch in pool.map(decode_batch, batches) for result in batch)
+            for done, (index, ok, encoded, digest, reason) in enumerate(results, 1):
                 item = plan.items[index]
                 if not ok:
                     skipped.append({"path": item.path, "class": plan.classes[item.label], "split": item.split,

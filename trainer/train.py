@@ -53,6 +53,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from . import averaging, checkpoint, diskspace, eventkinds, events, hostmemory, jobfiles, lr_policy, solvers, telemetry, tta
+from .children import ChildDied
 from .data import Augment, Batches, DatasetInfo, Normalizer, SplitData, load_split
 from .distributed import DeviceError, Placement, exit_process, setup
 from .networks import NetworkError, build, summary
@@ -659,6 +660,9 @@ def main(config_path: str) -> int:
         runs[0].stop_requested = bool(stop_requested)
         runs[0].train()
     except Exception as exc:
+        if isinstance(exc, ChildDied) and stop_requested:
+            print("stopped while reading the data (the abort ended its decoding processes)", flush=True)
+            return 0
         own = not isinstance(exc, (TrainingError, NetworkError))
         report_failure(job_dir, _describe_failure(exc, config, job_dir), own, this_run)
         return 1

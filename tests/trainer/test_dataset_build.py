@@ -23,7 +23,7 @@ from PIL import Image
 
 from tests.datasetfiles import tar_of
 from trainer import build_pool
-from trainer.dataset_build import main
+from trainer.dataset_build import TASKS_PER_BATCH, main
 from trainer.datastore import SplitReader
 
 CONFIG = {"channels": 3, "width": 24, "height": 16, "resize_mode": "half_crop", "val_percent": 25, "test_percent": 10,
@@ -206,3 +206,18 @@ def test_the_pool_sums_images_exactly_in_rows_wide_enough_for_the_planned_count(
     with context.Pool(2, build_pool.init_worker, ({}, sums)) as pool:
         pool.map(_add_to_row, list(batch), chunksize=1)
     assert np.array_equal(sums.total(), start + batch.sum(axis=0, dtype=np.int64))
+
+
+@pytest.mark.parametrize("per_class", [10, 11], ids=["32-files-one-batch", "35-files-two-batches"])
+def test_every_file_is_stored_once_in_order_on_each_side_of_a_batch(tmp_path, per_class):
+    """The pool is sent 32 files at a time (``TASKS_PER_BATCH``): the store
+    holds each image once with 32 files and with more (3 classes: 3 ×
+    ``per_class`` files and one that is not an image)."""
+    assert TASKS_PER_BATCH == 32 and per_class * 3 + 1 - TASKS_PER_BATCH in (-1, 2)
+    folders = photo_folders(tmp_path / "photos", per_class=per_class)
+    assert run_build(tmp_path / "pool", {"type": "folder", "train": str(folders)}, val_percent=0, test_percent=0) == 0
+    reader = SplitReader(tmp_path / "pool" / "dataset", "train", "none", (16, 24, 3))
+    assert np.bincount(reader.labels).tolist() == [per_class] * 3
+    stored = [reader.image(i).tobytes() for i in range(len(reader))]
+    assert len(set(stored)) == len(stored)
+    assert manifest(tmp_path / "pool")["skipped"]["total"] == 1

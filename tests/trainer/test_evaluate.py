@@ -3,6 +3,10 @@ answers are known exactly, and a real run over files and a dataset split."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ from trainer.inference import evaluate, evaluate_split, load_model
 from trainer.inference.report import report
 
 CLASSES = ["cat", "dog", "fox"]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def row(image: str, label: int | None, *scores: tuple[int, float]) -> dict:
@@ -78,3 +83,23 @@ def test_classify_many_and_evaluate_on_a_trained_model(tmp_path, dataset):
 
     test_rows = evaluate_split(loaded, dataset, "test")
     assert len(test_rows) == 120 and report(test_rows, loaded.classes)["top1"] >= 0.9
+
+
+# An encoded split of more than 512 images is decoded by a pool of forked
+# processes; their parent is under the evaluation's SIGTERM handler, which
+# removes the unfinished folder. Each side of the threshold, three times,
+# as the worker runs it.
+@pytest.mark.parametrize("test_per_class", [128, 129], ids=["512-decoded-here", "516-decoded-by-a-pool"])
+def test_evaluating_an_encoded_split_as_a_job(tmp_path, test_per_class):
+    dataset = make_dataset(tmp_path / "png", {"train": 30, "val": 5, "test": test_per_class}, encoding="png")
+    model = trained_job(tmp_path / "model", dataset, epochs=1)
+    for attempt in range(3):
+        job = tmp_path / f"evaluation-{attempt}"
+        job.mkdir()
+        (job / "config.json").write_text(json.dumps({"model_dir": str(model), "snapshot": None,
+                                                     "source": {"type": "split", "split": "test"}, "top_n": 5}))
+        done = subprocess.run([sys.executable, "-m", "trainer.inference.job", "config.json"], cwd=job, timeout=120,
+                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode == 0, done.stdout + done.stderr
+        rows = json.loads((job / "evaluation" / "results.json").read_text())["rows"]
+        assert len(rows) == test_per_class * 4 and all(row["top"] for row in rows)

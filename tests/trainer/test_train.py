@@ -19,7 +19,7 @@ from tests.redisserver import free_port
 from tests.trainfiles import make_dataset, train_config
 from trainer import checkpoint, events, jobfiles, lr_policy, solvers
 from trainer import eventkinds as kinds
-from trainer.data import SplitData, StreamingSplit
+from trainer.data import CHUNK_IMAGES, SplitData, StreamingSplit
 from trainer.distributed import Placement
 from trainer.networks import build
 from trainer.train import DATA_BUDGET_VARIABLE, WARMUP_STEPS, Run, TrainingError
@@ -157,6 +157,37 @@ def test_abort_saves_a_checkpoint_and_resuming_continues_exactly(tmp_path, bars,
     result = of_kind(interrupted, kinds.RESULT)[-1]
     assert result["train_seconds"] > before["train_seconds"], "the training time counts both attempts"
     assert result["warmup_seconds"] > before["warmup_seconds"], "each attempt warms up, and both are counted"
+
+
+# How a split is read switches at two thresholds: an encoded split of more
+# than ``CHUNK_IMAGES`` (512) images is decoded by a pool of forked processes
+# (at most 512, in this process), and a split over the data budget streams
+# through DataLoader processes. Each side of each, killed as the
+# out-of-memory killer kills and resumed, ends as the uninterrupted run.
+@pytest.mark.parametrize("train_per_class, budget", [
+    (128, ""),  # 512 images: decoded here
+    (129, ""),  # 516: decoded by the pool
+    (129, "1000"),  # streamed through the loader's processes
+], ids=["512-decoded-here", "516-decoded-by-a-pool", "516-streamed"])
+def test_a_killed_training_of_an_encoded_split_resumes_to_the_uninterrupted_end(tmp_path, train_per_class, budget):
+    dataset = make_dataset(tmp_path / "png", {"train": train_per_class, "val": 20, "test": 0}, encoding="png")
+    assert CHUNK_IMAGES == 512 and train_per_class * 4 - CHUNK_IMAGES in (0, 4)
+    config = train_config(dataset, epochs=3, batch_size=16, network={"source": "python", "text": SLOW_LENET})
+    whole, interrupted = job_folder(tmp_path, config, "whole"), job_folder(tmp_path, config, "interrupted")
+    environment = {DATA_BUDGET_VARIABLE: budget} if budget else {}
+    uninterrupted = start_trainer(whole, **environment)
+    process = start_trainer(interrupted, **environment)
+    wait_for(lambda: of_kind(interrupted, kinds.SNAPSHOT), timeout=90,
+             what=lambda: f"the first snapshot; the log:\n{log_of(interrupted)}")
+    process.kill()
+    process.wait(timeout=10)
+    assert not of_kind(interrupted, kinds.RESULT), "killed before the end"
+
+    assert train(interrupted, timeout=90, **environment) == 0, log_of(interrupted)
+    assert uninterrupted.wait(timeout=90) == 0, log_of(whole)
+    assert len(of_kind(interrupted, kinds.RESUME)) == 1
+    final = of_kind(interrupted, kinds.RESULT)[-1]["final"]
+    assert final["val_loss"] == pytest.approx(of_kind(whole, kinds.RESULT)[-1]["final"]["val_loss"], rel=1e-5)
 
 
 def start_node(folder: Path, rank: int, nodes: int, port: int, **rendezvous: str) -> subprocess.Popen:

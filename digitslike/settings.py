@@ -240,6 +240,8 @@ CELERY_TASK_DEFAULT_QUEUE = "cpu"
 # Jobs.
 JOB_MAX_ATTEMPTS = env_int("JOB_MAX_ATTEMPTS", 3, minimum=1)
 JOB_ABORT_GRACE_SECONDS = env_float("JOB_ABORT_GRACE_SECONDS", 10.0)
+# A running job's process silent for 10 times its usual gap, and at least this long, is "not responding".
+JOB_SILENT_SECONDS = env_float("JOB_SILENT_SECONDS", 300.0)
 WORKER_HEARTBEAT_SECONDS = env_float("WORKER_HEARTBEAT_SECONDS", 2.0)
 # A worker silent for this long is taken for dead and its jobs are requeued.
 WORKER_DEAD_AFTER_SECONDS = env_float("WORKER_DEAD_AFTER_SECONDS", 15.0)

@@ -64,6 +64,14 @@ def abort(request: HttpRequest, job_id: int) -> JsonResponse:
 
 
 @api("POST")
+def restart(request: HttpRequest, job_id: int) -> JsonResponse:
+    found = get_object_or_404(Job, pk=job_id)
+    services.restart(found, request.user)
+    found.refresh_from_db()
+    return JsonResponse(serialize.job_detail(found), status=202)
+
+
+@api("POST")
 def clone(request: HttpRequest, job_id: int) -> JsonResponse:
     found = get_object_or_404(Job, pk=job_id)
     return JsonResponse(serialize.job_detail(services.clone(found, request.user)), status=201)

@@ -69,6 +69,9 @@ class Job(models.Model):
     worker = models.CharField(max_length=64, blank=True)
     attempt = models.PositiveIntegerField(default=0)
     abort_requested = models.BooleanField(default=False)
+    # Set by the worker while the running job's process says nothing for too long (jobs.watchdog).
+    silent_since = models.DateTimeField(null=True, blank=True)
+    restart_requested = models.BooleanField(default=False)  # kill the silent process and run the job again
     # The jobs this one used that were deleted (``services.delete`` records
     # them from the deleted job's ``JobKind.dependents``):
     # [{"id": 12, "label": "Dataset", "name": "digits", "by": "alice"}].

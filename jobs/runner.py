@@ -28,9 +28,11 @@ from trainer.gpus import CUDA_NUMBERING
 
 from . import eventseek, kinds, leases, nodes, permissions, placement
 from .bus import Forwarder
+from .events import publish
 from .logfile import LogTail, tail_lines
 from .models import Job, Status
 from .queue import enqueue
+from .watchdog import Watchdog
 from .workerinfo import WorkerInfo
 
 log = logging.getLogger(__name__)
@@ -223,25 +225,32 @@ def job_environment() -> dict[str, str]:
 
 def supervise(job: Job, process: subprocess.Popen) -> tuple[int, str]:
     """Relay the job's log and events until its process group ends; pass on
-    an abort, and stop it when another of its nodes is in trouble. Returns
+    an abort, and stop it when another of its nodes is in trouble; say when
+    it stops responding, and kill it when a restart is asked for. Returns
     the exit code and that trouble ("" when none)."""
     trouble = ""
     forwarder = Forwarder(job.pk, job.folder)
     log_tail = LogTail(job.folder / jobfiles.LOG)
     progress_written = job.progress
     last_progress_write = last_abort_check = 0.0
-    abort_sent = False
+    abort_sent = killed_for_restart = False
+    watchdog = Watchdog(settings.JOB_SILENT_SECONDS, time.monotonic())
     while True:
         code = process.poll()
-        relay_log(job, log_tail.read_lines())
-        for event in forwarder.forward():
+        lines = log_tail.read_lines()
+        relay_log(job, lines)
+        forwarded = forwarder.forward()
+        for event in forwarded:
             if event["kind"] == "progress":
                 job.progress = float(event["data"]["progress"])
         now = time.monotonic()
+        if lines or forwarded:
+            watchdog.heard(now)
         if job.progress != progress_written and (now - last_progress_write >= PROGRESS_WRITE_SECONDS or code is not None):
             Job.objects.filter(pk=job.pk).update(progress=job.progress)
             progress_written, last_progress_write = job.progress, now
         if code is not None:
+            mark_silent(job, None)
             return code, trouble
         if not abort_sent and now - last_abort_check >= ABORT_POLL_SECONDS:
             last_abort_check = now
@@ -249,7 +258,22 @@ def supervise(job: Job, process: subprocess.Popen) -> tuple[int, str]:
             if trouble or Job.objects.filter(pk=job.pk, abort_requested=True).exists():
                 process.send_signal(signal.SIGTERM)  # the supervisor ends the group
                 abort_sent = True
+            elif not killed_for_restart and Job.objects.filter(pk=job.pk, restart_requested=True).exists():
+                os.killpg(process.pid, signal.SIGKILL)  # a stuck process may not heed SIGTERM
+                killed_for_restart = True
+            mark_silent(job, watchdog.limit() if watchdog.silent(now) else None)
         time.sleep(RELAY_POLL_SECONDS)
+
+
+def mark_silent(job: Job, limit: float | None) -> None:
+    """Record (``limit``: the silence allowed, in seconds) or clear that the
+    job's process is not responding, when that changes."""
+    if (limit is not None) == (job.silent_since is not None):
+        return
+    job.silent_since = timezone.now() if limit is not None else None
+    Job.objects.filter(pk=job.pk).update(silent_since=job.silent_since)
+    publish(job, "silence", {"since": job.silent_since.isoformat() if job.silent_since else None,
+                             "limit_seconds": limit})
 
 
 def relay_log(job: Job, lines: list[str]) -> None:
@@ -272,6 +296,8 @@ def finish(job: Job, code: int, trouble: str = "") -> None:
     job.refresh_from_db()
     if job.abort_requested:
         job.transition(Status.ABORTED, frm=[Status.RUNNING], message="Aborted")
+    elif job.restart_requested:
+        restarted(job)
     elif code != 0 and (trouble := trouble or node_trouble(job)):
         job.transition(Status.FAILED, frm=[Status.RUNNING], message=trouble, error=trouble)
     elif code == 0:
@@ -318,6 +344,19 @@ def killed(job: Job, signal_name: str) -> None:
     else:
         message = f"{what}; giving up after {attempts} attempts."
     job.transition(Status.FAILED, frm=[Status.RUNNING], message=message, error=message)
+
+
+def restarted(job: Job) -> None:
+    """The job's process was killed on request because it had stopped
+    responding: queue the job again, to resume from its last snapshot when
+    its kind leaves one (a new attempt, however many it had)."""
+    kind = kinds.find(job.kind)
+    resume_file = kind.resume_file if kind else ""
+    carry_on = ("to resume from its last snapshot" if resume_file and (job.folder / resume_file).is_file()
+                else "to start again")
+    message = f"Its process had stopped responding and was killed on request; queued {carry_on}."
+    if job.transition(Status.QUEUED, frm=[Status.RUNNING], message=message, worker="", restart_requested=False):
+        enqueue(job)
 
 
 def _signal_name(signum: int) -> str:

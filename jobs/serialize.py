@@ -64,6 +64,8 @@ def job_detail(job: Job) -> dict[str, Any]:
         "worker": job.worker,
         "attempt": job.attempt,
         "abort_requested": job.abort_requested,
+        "silent_since": job.silent_since.isoformat() if job.silent_since else None,
+        "restart_requested": job.restart_requested,
         "error": job.error,
         "lost_dependencies": job.lost_dependency_notices(),
         "resumable": services.resumable(job),

@@ -74,6 +74,17 @@ def abort(job: Job, user: User) -> None:
     raise ActionError(f"The job is {job.get_status_display().lower()}; only queued, waiting or running jobs can be aborted.")
 
 
+def restart(job: Job, user: User) -> None:
+    """Kill the process of a running job that has stopped responding; its
+    worker then queues it again (``runner.restarted``)."""
+    require_change(job, user)
+    if Job.objects.filter(pk=job.pk, status=Status.RUNNING, silent_since__isnull=False).update(restart_requested=True):
+        publish(job, "restart", {"by": user.username})
+        return
+    raise ActionError("Only a running job that has stopped responding can be killed and restarted; "
+                      "this one is responding (or no longer running).")
+
+
 def _resume_file(job: Job) -> str:
     kind = kinds.find(job.kind)
     return kind.resume_file if kind else ""

@@ -120,6 +120,12 @@ def abort(request: HttpRequest, job_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+def restart(request: HttpRequest, job_id: int) -> HttpResponse:
+    return _act(request, job_id, services.restart, "Restart requested: its process is being killed.")
+
+
+@login_required
+@require_POST
 def clone(request: HttpRequest, job_id: int) -> HttpResponse:
     return _act(request, job_id, services.clone, "Cloned as a new job of yours.")
 

@@ -2,8 +2,10 @@
 
 Config: ``steps`` (count), ``step_seconds``, and ``exit_code`` (to fail on
 purpose, after writing an ``error`` event); ``ignore_term`` makes it ignore
-SIGTERM so tests can check the SIGKILL after the grace period. Its
-``started`` event carries its pid and the names in its environment.
+SIGTERM so tests can check the SIGKILL after the grace period;
+``hang_after`` makes its first run stop saying anything after that many
+steps (a stuck process), until it is killed. Its ``started`` event carries
+its pid and the names in its environment.
 """
 
 import json
@@ -27,6 +29,9 @@ def main(config_path: str) -> int:
         time.sleep(float(config.get("step_seconds", 0.1)))
         print(f"step {step} of {steps}", flush=True)
         events.append(job_dir, "progress", {"progress": step / steps, "step": step})
+        if step == config.get("hang_after") and not (job_dir / "hung").exists():
+            (job_dir / "hung").touch()
+            time.sleep(3600)
     code = int(config.get("exit_code", 0))
     if code:
         events.append(job_dir, "error", {"message": f"failed on purpose with code {code}"})

@@ -23,6 +23,7 @@ function showStatus() {
   }
   if (job.status !== "queued" && job.status !== "waiting") document.getElementById("queue").textContent = "";
   if (isTerminal(job.status)) document.getElementById("abort-note").hidden = true;
+  document.getElementById("silence-note").hidden = !(job.status === "running" && job.silent_since);
 }
 
 on("status", (event) => {
@@ -64,6 +65,12 @@ on("log", (event) => {
 });
 
 on("abort", () => { document.getElementById("abort-note").hidden = false; });
+
+on("silence", (event) => {
+  job.silent_since = event.data.since;
+  if (job.silent_since) document.getElementById("silent-since").textContent = job.silent_since.replace("T", " ").slice(0, 19);
+  showStatus();
+});
 
 for (const form of document.querySelectorAll("form[data-confirm]")) {
   form.addEventListener("submit", (e) => { if (!confirm(form.dataset.confirm)) e.preventDefault(); });

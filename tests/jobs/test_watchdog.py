@@ -1,0 +1,56 @@
+"""A running job whose process stops saying anything is reported "not
+responding" on its page and in the API, and can be killed and resumed from
+there; one that speaks again is cleared."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs.models import Job, Status
+from jobs.watchdog import SILENCE_FACTOR, Watchdog
+from tests.jobtools import events_of, history, submit_sleep, wait_status
+from tests.processes import wait_for
+
+
+def test_the_limit_is_ten_times_the_usual_gap_and_never_below_the_minimum():
+    watchdog = Watchdog(minimum_seconds=30, now=0)
+    assert watchdog.limit() == 30 and not watchdog.silent(30) and watchdog.silent(30.01)
+    for now in range(1, 21):  # heard every second: the minimum rules
+        watchdog.heard(now)
+    assert watchdog.limit() == 30
+    for now in range(30, 530, 10):  # then every 10 s, most of the recent gaps: ten times that
+        watchdog.heard(now)
+    assert watchdog.limit() == SILENCE_FACTOR * 10
+    assert not watchdog.silent(520 + 100) and watchdog.silent(520 + 100.5)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_silent_job_is_not_responding_and_kill_and_resume_runs_it_again(client, alice, worker_factory):
+    worker_factory("worker", JOB_SILENT_SECONDS="2")
+    client.force_login(alice)
+    job = submit_sleep(alice, steps=6, step_seconds=0.2, hang_after=2)
+    wait_for(lambda: Job.objects.get(pk=job.pk).silent_since, timeout=30, what="the job to be reported silent")
+    assert client.get(f"/api/jobs/{job.pk}").json()["silent_since"]
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "Not responding" in page and f"/jobs/{job.pk}/restart" in page
+    assert [e["data"]["since"] is not None for e in events_of(job, "silence")] == [True]
+
+    restart = client.post(f"/api/jobs/{job.pk}/restart")
+    assert restart.status_code == 202, restart.content
+    job = wait_status(job, Status.DONE, timeout=60)
+    ran = [status for status in history(job) if status != Status.WAITING]
+    assert ran == [Status.QUEUED, Status.RUNNING, Status.QUEUED, Status.RUNNING, Status.DONE]
+    assert "stopped responding and was killed on request" in job.transitions.filter(status=Status.QUEUED).last().message
+    assert job.silent_since is None and not job.restart_requested and job.attempt == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_only_a_silent_running_job_can_be_restarted_and_only_by_its_owner(client, alice, bob, worker):
+    job = submit_sleep(alice, steps=40, step_seconds=0.1)
+    wait_status(job, Status.RUNNING)
+    client.force_login(bob)
+    assert client.post(f"/api/jobs/{job.pk}/restart").status_code == 403
+    client.force_login(alice)
+    refused = client.post(f"/api/jobs/{job.pk}/restart")
+    assert refused.status_code == 409 and "responding" in refused.json()["error"], refused.content
+    assert wait_status(job, Status.DONE, timeout=60).attempt == 1

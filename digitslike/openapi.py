@@ -303,7 +303,8 @@ SCHEMA: dict[str, Any] = {
                               "devices": {"type": "array", "items": {"type": "string"}},
                               "message": {"type": "string"}}}},
                 "worker": {"type": "string"}, "attempt": {"type": "integer"},
-                "abort_requested": {"type": "boolean"}, "error": {"type": "string"},
+                "abort_requested": {"type": "boolean"}, "silent_since": {"type": ["string", "null"], "format": "date-time"},
+                "restart_requested": {"type": "boolean"}, "error": {"type": "string"},
                 "resumable": {"type": "boolean", "description": "an aborted or failed training job with a checkpoint"},
                 "history": {"type": "array", "items": {"type": "object", "properties": {
                     "status": {"type": "string"}, "at": {"type": "string"}, "message": {"type": "string"}}}}}}]},
@@ -354,6 +355,9 @@ SCHEMA: dict[str, Any] = {
         "/api/jobs/{job_id}/abort": {"parameters": [JOB_ID], "post": _op(
             "Abort a queued, waiting or running job", {"202": _json(_ref("Job"), "Aborted, or abort requested")},
             ("401", "403", "404", "409"))},
+        "/api/jobs/{job_id}/restart": {"parameters": [JOB_ID], "post": _op(
+            "Kill the process of a running job that has stopped responding and queue it again, to resume",
+            {"202": _json(_ref("Job"), "Restart requested")}, ("401", "403", "404", "409"))},
         "/api/jobs/{job_id}/clone": {"parameters": [JOB_ID], "post": _op(
             "Submit a copy of the job as your own", {"201": _json(_ref("Job"))}, ("401", "404"))},
         "/api/jobs/{job_id}/resume": {"parameters": [JOB_ID], "post": _op(

@@ -5,7 +5,9 @@ middleware runs, and the CSRF check parses a form body before the view can
 ask who is signed in. So the limit sits in front of Django, at the ASGI
 level: a body over ``REQUEST_MAX_BYTES`` gets 413 at once, whether its size is
 declared (Content-Length) or only found out while it streams (chunked, or a
-client that lies). Only the URLs that apps declare as uploads with
+client that lies). A method that takes no body (GET, HEAD, OPTIONS, DELETE)
+gets 400 as soon as its headers announce one (a length or chunks), and is cut
+off at its first byte if one comes anyway. Only the URLs that apps declare as uploads with
 ``allow_large_bodies`` take up to ``UPLOAD_MAX_BYTES``, and only from a
 signed-in user (session or API token); everyone else gets the small limit.
 """
@@ -28,6 +30,8 @@ from accounts.middleware import PREFIX as TOKEN_PREFIX
 from accounts.models import ApiToken
 
 _large_body_urls: set[str] = set()
+# Methods whose requests carry no body: one announced is refused unread.
+BODILESS_METHODS = ("GET", "HEAD", "OPTIONS", "DELETE")
 
 
 def allow_large_bodies(*url_names: str) -> None:
@@ -76,13 +80,23 @@ def _declared_length(headers: dict[str, str]) -> int | None:
         return None
 
 
-async def refuse(scope: dict[str, Any], send: Any, limit: int) -> None:
-    message = f"The request body is larger than the limit of {filesizeformat(limit)} for this address."
+def _announces_body(headers: dict[str, str]) -> bool:
+    return "transfer-encoding" in headers or _declared_length(headers) not in (None, 0)
+
+
+def too_large(limit: int) -> tuple[int, str]:
+    return 413, f"The request body is larger than the limit of {filesizeformat(limit)} for this address."
+
+
+async def refuse(scope: dict[str, Any], send: Any, refusal: tuple[int, str]) -> None:
+    """Answer ``refusal`` (status, message) in the app's error shape and close
+    the connection: the rest of the body is never read."""
+    status, message = refusal
     if scope["path"].startswith("/api/"):
         body, content_type = json.dumps({"error": message}).encode(), b"application/json"
     else:
         body, content_type = message.encode(), b"text/plain; charset=utf-8"
-    await send({"type": "http.response.start", "status": 413,
+    await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": body})
@@ -99,11 +113,18 @@ class BodyLimitMiddleware:
             return await self.app(scope, receive, send)
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
         declared = _declared_length(headers)
-        if declared == 0 or (declared is None and scope["method"] in ("GET", "HEAD")):
+        if scope["method"] in BODILESS_METHODS:
+            refusal = 400, f"A {scope['method']} request takes no body."
+            if _announces_body(headers):
+                return await refuse(scope, send, refusal)
+            limit = 0
+        elif declared == 0:
             return await self.app(scope, receive, send)
-        limit = await limit_for(scope, headers)
-        if declared is not None and declared > limit:
-            return await refuse(scope, send, limit)
+        else:
+            limit = await limit_for(scope, headers)
+            refusal = too_large(limit)
+            if declared is not None and declared > limit:
+                return await refuse(scope, send, refusal)
         received = 0
         responded = False
 
@@ -125,4 +146,4 @@ class BodyLimitMiddleware:
             await self.app(scope, counted_receive, watched_send)
         except BodyTooLarge:
             if not responded:
-                await refuse(scope, send, limit)
+                await refuse(scope, send, refusal)

@@ -4,6 +4,7 @@ bodies, and only to the upload addresses. Through the real ASGI server."""
 
 from __future__ import annotations
 
+import json
 import socket
 
 import httpx
@@ -17,10 +18,11 @@ LIMIT = 64 * 1024
 
 
 @pytest.fixture
-def small_limit_web(db_url, log_dir, tmp_path):
+def small_limit_web(db_url, log_dir, settings):
     port = free_port()
     service = start_web(db_url, port, log_dir, REQUEST_MAX_BYTES=str(LIMIT))
     service.url = f"http://127.0.0.1:{port}"
+    service.data_dir = settings.DATA_DIR
     yield service
     service.stop()
 
@@ -77,3 +79,30 @@ def test_small_bodies_pass(small_limit_web, token):
     answer = httpx.post(f"{small_limit_web.url}/api/jobs", json={"kind": "nothing"},
                         headers={"Authorization": f"Token {token}"}, timeout=30)
     assert answer.status_code == 400
+
+
+def raw_answer(web, head: bytes) -> str:
+    """Send a request's head alone and read the answer: one that waited for
+    the body would time out, as no byte of it is ever sent."""
+    with socket.create_connection(("127.0.0.1", int(web.url.rsplit(":", 1)[1])), timeout=5) as conn:
+        conn.sendall(head)
+        answer = b""
+        while chunk := conn.recv(4096):
+            answer += chunk
+    return answer.decode(errors="replace")
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD", "OPTIONS", "DELETE"])
+def test_a_body_on_a_method_that_takes_none_is_refused_before_it_is_read(small_limit_web, method):
+    uploads = small_limit_web.data_dir / "uploads"
+    chunked = raw_answer(small_limit_web, f"{method} /login/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                          "Transfer-Encoding: chunked\r\n\r\n".encode())
+    assert chunked.startswith("HTTP/1.1 400"), chunked
+    if method != "HEAD":
+        assert f"A {method} request takes no body." in chunked
+    declared = raw_answer(small_limit_web, f"{method} /api/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                           "Content-Length: 2147483648\r\n\r\n".encode())
+    assert declared.startswith("HTTP/1.1 400"), declared
+    if method != "HEAD":
+        assert json.loads(declared.split("\r\n\r\n", 1)[1]) == {"error": f"A {method} request takes no body."}
+    assert not any(uploads.iterdir())

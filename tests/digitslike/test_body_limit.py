@@ -4,6 +4,7 @@ bodies, and only to the upload addresses. Through the real ASGI server."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 
@@ -11,6 +12,7 @@ import httpx
 import pytest
 
 from accounts.models import ApiToken
+from jobs.models import Job, Status
 from tests.processes import start_web
 from tests.redisserver import free_port
 
@@ -106,3 +108,55 @@ def test_a_body_on_a_method_that_takes_none_is_refused_before_it_is_read(small_l
     if method != "HEAD":
         assert json.loads(declared.split("\r\n\r\n", 1)[1]) == {"error": f"A {method} request takes no body."}
     assert not any(uploads.iterdir())
+
+
+QUOTA = 1_000_000
+
+
+@pytest.fixture
+def quota_web(db_url, log_dir, settings):
+    port = free_port()
+    service = start_web(db_url, port, log_dir, DISK_QUOTA_BYTES=str(QUOTA), REQUEST_MAX_BYTES=str(LIMIT))
+    service.url = f"http://127.0.0.1:{port}"
+    yield service
+    service.stop()
+
+
+def holding(user, size: int) -> Job:
+    """A finished job of ``user`` whose folder holds ``size`` bytes."""
+    job = Job.objects.create(kind="sleep", name="old", owner=user, status=Status.DONE)
+    (job.folder / "checkpoints").mkdir(parents=True)
+    (job.folder / "checkpoints" / "big.pt").write_bytes(b"x" * size)
+    return job
+
+
+def test_an_upload_that_would_pass_the_disk_quota_is_refused_from_its_declared_length(quota_web, alice, token):
+    holding(alice, QUOTA - 200_000)
+    answer = raw_answer(quota_web, b"POST /api/datasets HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                   b"Authorization: Token " + token.encode() + b"\r\n"
+                                   b"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 1570000000\r\n\r\n")
+    assert answer.startswith("HTTP/1.1 403"), answer
+    assert json.loads(answer.split("\r\n\r\n", 1)[1])["error"] == (
+        "alice's jobs hold 781.2\xa0KB on disk, their quota is 976.6\xa0KB: this upload of 1.5\xa0GB does not fit; "
+        "delete some jobs to make room.")
+
+
+def test_a_streamed_upload_is_cut_off_once_it_passes_the_disk_quota(quota_web, alice, token):
+    holding(alice, QUOTA - 200_000)
+    head = (b'--b\r\nContent-Disposition: form-data; name="name"\r\n\r\nbig\r\n'
+            b'--b\r\nContent-Disposition: form-data; name="source"\r\n\r\narchive\r\n'
+            b'--b\r\nContent-Disposition: form-data; name="archive"; filename="big.tar"\r\n\r\n')
+    body = itertools.chain([head], chunks(16 * LIMIT), [b"\r\n--b--\r\n"])  # sent in chunks, no length
+    answer = httpx.post(f"{quota_web.url}/api/datasets", content=body, timeout=30,
+                        headers={"Authorization": f"Token {token}", "Content-Type": "multipart/form-data; boundary=b"})
+    assert answer.status_code == 403
+    assert "their quota is 976.6\xa0KB: this upload does not fit" in answer.json()["error"]
+    assert not Job.objects.filter(name="big").exists()
+
+
+def test_a_user_over_the_disk_quota_may_upload_nothing(quota_web, alice, token):
+    holding(alice, QUOTA + 1)
+    answer = httpx.post(f"{quota_web.url}/api/pretrained", content=b"x" * 2 * LIMIT, timeout=30,
+                        headers={"Authorization": f"Token {token}", "Content-Type": "multipart/form-data; boundary=b"})
+    assert answer.status_code == 403
+    assert "delete some jobs to make room" in answer.json()["error"]

@@ -4,9 +4,11 @@ bodies, and only to the upload addresses. Through the real ASGI server."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import socket
+import tarfile
 
 import httpx
 import pytest
@@ -39,6 +41,16 @@ def chunks(total: int, size: int = 16 * 1024):
         yield b"x" * min(size, total - start)
 
 
+def tar_of_zeros(size: int) -> bytes:
+    """A tar of one file of ``size`` zero bytes."""
+    info = tarfile.TarInfo("zeros")
+    info.size = size
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        tar.addfile(info, io.BytesIO(bytes(size)))
+    return out.getvalue()
+
+
 def test_an_anonymous_huge_body_is_refused_from_its_headers_alone(small_limit_web):
     # The answer comes before a byte of the body was sent.
     with socket.create_connection(("127.0.0.1", int(small_limit_web.url.rsplit(":", 1)[1])), timeout=10) as conn:
@@ -59,14 +71,14 @@ def test_a_streamed_body_is_cut_off_once_it_passes_the_limit(small_limit_web):
 
 
 def test_a_signed_in_user_may_upload_a_large_archive_to_the_upload_address(small_limit_web, token):
-    files = {"archive": ("big.tar", b"\0" * (4 * LIMIT), "application/x-tar")}
+    files = {"archive": ("big.tar", tar_of_zeros(4 * LIMIT), "application/x-tar")}
     answer = httpx.post(f"{small_limit_web.url}/api/datasets", files=files, data={"name": "big", "source": "archive"},
                         headers={"Authorization": f"Token {token}"}, timeout=30)
     assert answer.status_code == 201, answer.text  # the build then finds what is wrong with the archive
 
 
 def test_nobody_else_may_send_large_bodies_to_it_nor_anywhere_else(small_limit_web, token):
-    files = {"archive": ("big.tar", b"\0" * (4 * LIMIT), "application/x-tar")}
+    files = {"archive": ("big.tar", tar_of_zeros(4 * LIMIT), "application/x-tar")}
     anonymous = httpx.post(f"{small_limit_web.url}/api/datasets", files=files, timeout=30)
     assert anonymous.status_code == 413
     bad_token = httpx.post(f"{small_limit_web.url}/api/datasets", files=files, timeout=30,

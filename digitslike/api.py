@@ -20,6 +20,10 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
 API_PREFIX = "/api/"
+# The most characters of one message in an error answer: messages may show a
+# value the user sent (Django's "Select a valid choice. <value> is not one
+# of…"), and the answer need not be as large as the request.
+MESSAGE_MAX_CHARS = 1000
 
 
 class ActionError(Exception):
@@ -94,9 +98,21 @@ def whole_number(text: str, maximum: int) -> int | None:
     return number if number <= maximum else None
 
 
+def _bounded(value: Any) -> Any:
+    """``value`` with every text in it cut to MESSAGE_MAX_CHARS."""
+    if isinstance(value, str):
+        return value if len(value) <= MESSAGE_MAX_CHARS else value[:MESSAGE_MAX_CHARS] + "…"
+    if isinstance(value, dict):
+        return {key: _bounded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_bounded(item) for item in value]
+    return value
+
+
 def error(message: str, status: int, **extra: Any) -> JsonResponse:
-    """The JSON error answer; ``extra`` adds e.g. ``errors`` (field messages)."""
-    return JsonResponse({"error": message, **extra}, status=status)
+    """The JSON error answer; ``extra`` adds e.g. ``errors`` (field messages).
+    Each message is cut short where long."""
+    return JsonResponse(_bounded({"error": message, **extra}), status=status)
 
 
 def api(*methods: str) -> Callable:

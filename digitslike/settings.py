@@ -111,6 +111,8 @@ CONTENT_SECURITY_POLICY = {
 }
 
 ROOT_URLCONF = "digitslike.urls"
+# Under /api/, a failed CSRF check answers in the API's JSON error shape.
+CSRF_FAILURE_VIEW = "digitslike.api.csrf_failure"
 ASGI_APPLICATION = "digitslike.asgi.application"
 
 TEMPLATES = [

@@ -20,7 +20,7 @@ RUN python manage.py collectstatic --noinput
 
 # Web server, worker and jobs run as an unprivileged user, never as root;
 # the data volume is created owned by it.
-RUN useradd --create-home --uid 1000 app && mkdir -p /data && chown app:app /data
+RUN useradd --create-home --uid 1000 app && mkdir -p /data && chown app:app /data && chmod 700 /data
 USER app
 
 EXPOSE 8000

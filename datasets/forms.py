@@ -4,6 +4,7 @@ the page and the API."""
 from __future__ import annotations
 
 import shutil
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from django.http import QueryDict
 from jobs import services
 from jobs.forms import JobFieldsForm
 from jobs.models import Job
+from trainer.archives import ArchiveError, refuse_unless_archive_start
 from trainer.imageio import RESIZE_MODES
 
 from .folders import OutsideRoots, allowed, roots
@@ -78,9 +80,21 @@ class DatasetForm(JobFieldsForm):
             self._clean_folders(data)
         elif source == "archive" and not data.get("archive"):
             self.add_error("archive", "Choose an archive to upload.")
+        elif source == "archive":
+            self._clean_archive(data["archive"])
         elif source == "lists":
             self._clean_lists(data)
         return data
+
+    def _clean_archive(self, upload: UploadedFile) -> None:
+        """Refuse at once a file that does not start as an archive: the build
+        would refuse it only after reading it whole."""
+        head = upload.read(tarfile.BLOCKSIZE)
+        upload.seek(0)
+        try:
+            refuse_unless_archive_start(head, upload.name)
+        except ArchiveError as exc:
+            self.add_error("archive", str(exc))
 
     def _server_path(self, data: dict[str, Any], field: str, folder: bool) -> None:
         value = (data.get(field) or "").strip()

@@ -17,9 +17,13 @@ from functools import wraps
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.views import defaults
+from django.views import csrf, defaults
 
 API_PREFIX = "/api/"
+# The most characters of one message in an error answer: messages may show a
+# value the user sent (Django's "Select a valid choice. <value> is not one
+# of…"), and the answer need not be as large as the request.
+MESSAGE_MAX_CHARS = 1000
 
 
 class ActionError(Exception):
@@ -94,9 +98,21 @@ def whole_number(text: str, maximum: int) -> int | None:
     return number if number <= maximum else None
 
 
+def _bounded(value: Any) -> Any:
+    """``value`` with every text in it cut to MESSAGE_MAX_CHARS."""
+    if isinstance(value, str):
+        return value if len(value) <= MESSAGE_MAX_CHARS else value[:MESSAGE_MAX_CHARS] + "…"
+    if isinstance(value, dict):
+        return {key: _bounded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_bounded(item) for item in value]
+    return value
+
+
 def error(message: str, status: int, **extra: Any) -> JsonResponse:
-    """The JSON error answer; ``extra`` adds e.g. ``errors`` (field messages)."""
-    return JsonResponse({"error": message, **extra}, status=status)
+    """The JSON error answer; ``extra`` adds e.g. ``errors`` (field messages).
+    Each message is cut short where long."""
+    return JsonResponse(_bounded({"error": message, **extra}), status=status)
 
 
 def api(*methods: str) -> Callable:
@@ -126,8 +142,9 @@ def api(*methods: str) -> Callable:
 
 
 # Django's own error pages (an address no route matches, a body its parser
-# cannot read) come before any API view runs: under /api/ they answer in the
-# JSON error shape too, elsewhere as pages. Set as handler400/404/500 in urls.py.
+# cannot read, a failed CSRF check) come before any API view runs: under
+# /api/ they answer in the JSON error shape too, elsewhere as pages. Set as
+# handler400/404/500 in urls.py, and as CSRF_FAILURE_VIEW.
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith(API_PREFIX):
@@ -140,6 +157,14 @@ def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith(API_PREFIX):
         return error(f"The API has no address {request.path!r} (see {API_PREFIX}).", 404)
     return defaults.page_not_found(request, exception)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: a session request without the CSRF token."""
+    if request.path.startswith(API_PREFIX):
+        return error("CSRF check failed: send the X-CSRFToken header with the csrftoken cookie's value, or use an "
+                     "API token ('Authorization: Token <key>').", 403)
+    return csrf.csrf_failure(request, reason)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import django
 
@@ -7,8 +8,14 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "digitslike.settings")
 django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does
 
 # Imported once the apps are loaded: the limit looks up sessions and tokens.
+from django.conf import settings  # noqa: E402
+
+from datasets.uploads import remove_stale_uploads  # noqa: E402
 from digitslike.asgihandler import DataDirASGIHandler  # noqa: E402
 from digitslike.bodylimit import BodyLimitMiddleware  # noqa: E402
 from digitslike.fieldsfirst import FieldsFirstMiddleware  # noqa: E402
+
+# Uploads a killed web process left behind (datasets/uploads.py).
+remove_stale_uploads(Path(settings.FILE_UPLOAD_TEMP_DIR))
 
 application = BodyLimitMiddleware(FieldsFirstMiddleware(DataDirASGIHandler()))

@@ -5,9 +5,15 @@ middleware runs, and the CSRF check parses a form body before the view can
 ask who is signed in. So the limit sits in front of Django, at the ASGI
 level: a body over ``REQUEST_MAX_BYTES`` gets 413 at once, whether its size is
 declared (Content-Length) or only found out while it streams (chunked, or a
-client that lies). Only the URLs that apps declare as uploads with
+client that lies). A method that takes no body (GET, HEAD, OPTIONS, DELETE)
+gets 400 as soon as its headers announce one (a length or chunks), and is cut
+off at its first byte if one comes anyway. Only the URLs that apps declare as uploads with
 ``allow_large_bodies`` take up to ``UPLOAD_MAX_BYTES``, and only from a
 signed-in user (session or API token); everyone else gets the small limit.
+An upload that would take its user over their disk quota (``DISK_QUOTA_BYTES``)
+gets 403 the same way: from its declared length, or once it passes the room
+left (a body the size of the small limit is let through to the view, which
+refuses it with the job).
 """
 
 from __future__ import annotations
@@ -26,8 +32,11 @@ from django.utils.module_loading import import_string
 
 from accounts.middleware import PREFIX as TOKEN_PREFIX
 from accounts.models import ApiToken
+from jobs import quotas
 
 _large_body_urls: set[str] = set()
+# Methods whose requests carry no body: one announced is refused unread.
+BODILESS_METHODS = ("GET", "HEAD", "OPTIONS", "DELETE")
 
 
 def allow_large_bodies(*url_names: str) -> None:
@@ -39,21 +48,26 @@ class BodyTooLarge(Exception):
     pass
 
 
-def _session_user_is_active(session_key: str) -> bool:
+def _session_user(session_key: str) -> User | None:
     store = import_string(f"{settings.SESSION_ENGINE}.SessionStore")(session_key)
     user_id = store.get(SESSION_KEY)
-    return user_id is not None and User.objects.filter(pk=user_id, is_active=True).exists()
+    return None if user_id is None else User.objects.filter(pk=user_id, is_active=True).first()
 
 
-async def signed_in(headers: dict[str, str]) -> bool:
+async def signed_in_user(headers: dict[str, str]) -> User | None:
+    """The active user the request's API token or session cookie is of."""
     authorization = headers.get("authorization", "")
     if authorization.startswith(TOKEN_PREFIX):
-        return await ApiToken.user_for(authorization[len(TOKEN_PREFIX):].strip()) is not None
+        return await ApiToken.user_for(authorization[len(TOKEN_PREFIX):].strip())
     try:
         morsel = SimpleCookie(headers.get("cookie", "")).get(settings.SESSION_COOKIE_NAME)
     except CookieError:
-        return False
-    return bool(morsel and morsel.value) and await sync_to_async(_session_user_is_active)(morsel.value)
+        return None
+    return await sync_to_async(_session_user)(morsel.value) if morsel and morsel.value else None
+
+
+async def signed_in(headers: dict[str, str]) -> bool:
+    return await signed_in_user(headers) is not None
 
 
 def _takes_uploads(path: str) -> bool:
@@ -63,10 +77,17 @@ def _takes_uploads(path: str) -> bool:
         return False
 
 
-async def limit_for(scope: dict[str, Any], headers: dict[str, str]) -> int:
-    if _takes_uploads(scope["path"]) and await signed_in(headers):
-        return settings.UPLOAD_MAX_BYTES
-    return settings.REQUEST_MAX_BYTES
+async def limit_for(scope: dict[str, Any], headers: dict[str, str]) -> tuple[int, tuple[int, str]]:
+    """The most bytes the request's body may hold, and the refusal (status,
+    message) of one that holds more."""
+    if not _takes_uploads(scope["path"]) or (user := await signed_in_user(headers)) is None:
+        return settings.REQUEST_MAX_BYTES, too_large(settings.REQUEST_MAX_BYTES)
+    room = await sync_to_async(quotas.disk_room)(user)
+    if room is not None and room[1] - room[0] < settings.UPLOAD_MAX_BYTES:
+        used, quota = room
+        return (max(quota - used, settings.REQUEST_MAX_BYTES),
+                (403, quotas.no_room_message(user, used, quota, _declared_length(headers))))
+    return settings.UPLOAD_MAX_BYTES, too_large(settings.UPLOAD_MAX_BYTES)
 
 
 def _declared_length(headers: dict[str, str]) -> int | None:
@@ -76,13 +97,23 @@ def _declared_length(headers: dict[str, str]) -> int | None:
         return None
 
 
-async def refuse(scope: dict[str, Any], send: Any, limit: int) -> None:
-    message = f"The request body is larger than the limit of {filesizeformat(limit)} for this address."
+def _announces_body(headers: dict[str, str]) -> bool:
+    return "transfer-encoding" in headers or _declared_length(headers) not in (None, 0)
+
+
+def too_large(limit: int) -> tuple[int, str]:
+    return 413, f"The request body is larger than the limit of {filesizeformat(limit)} for this address."
+
+
+async def refuse(scope: dict[str, Any], send: Any, refusal: tuple[int, str]) -> None:
+    """Answer ``refusal`` (status, message) in the app's error shape and close
+    the connection: the rest of the body is never read."""
+    status, message = refusal
     if scope["path"].startswith("/api/"):
         body, content_type = json.dumps({"error": message}).encode(), b"application/json"
     else:
         body, content_type = message.encode(), b"text/plain; charset=utf-8"
-    await send({"type": "http.response.start", "status": 413,
+    await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": body})
@@ -99,11 +130,17 @@ class BodyLimitMiddleware:
             return await self.app(scope, receive, send)
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
         declared = _declared_length(headers)
-        if declared == 0 or (declared is None and scope["method"] in ("GET", "HEAD")):
+        if scope["method"] in BODILESS_METHODS:
+            refusal = 400, f"A {scope['method']} request takes no body."
+            if _announces_body(headers):
+                return await refuse(scope, send, refusal)
+            limit = 0
+        elif declared == 0:
             return await self.app(scope, receive, send)
-        limit = await limit_for(scope, headers)
-        if declared is not None and declared > limit:
-            return await refuse(scope, send, limit)
+        else:
+            limit, refusal = await limit_for(scope, headers)
+            if declared is not None and declared > limit:
+                return await refuse(scope, send, refusal)
         received = 0
         responded = False
 
@@ -125,4 +162,4 @@ class BodyLimitMiddleware:
             await self.app(scope, counted_receive, watched_send)
         except BodyTooLarge:
             if not responded:
-                await refuse(scope, send, limit)
+                await refuse(scope, send, refusal)

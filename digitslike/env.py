@@ -74,6 +74,22 @@ def create_private_file(path: Path, text: str) -> None:
         handle.write(text)
 
 
+def make_private_folder(path: Path) -> None:
+    """Create ``path`` for this user alone (0700), and tighten it to that if it
+    exists open to others (a folder made by hand, or an older install):
+    everything in it is private. A folder this user may not change stops
+    the start, saying why."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777
+    if mode == 0o700:
+        return
+    try:
+        path.chmod(0o700)
+    except PermissionError as exc:
+        raise EnvError(f"DATA_DIR={path} is open to other users (mode {mode:o}) and this account may not make it "
+                       f"private ({exc.strerror}); run as its owner, or chmod 700 it.") from None
+
+
 def database_from_url(url: str) -> dict:
     """Translate a DATABASE_URL (postgres:// or sqlite:///) into Django's form."""
     parsed = urlparse(url)

@@ -16,14 +16,15 @@ from .env import (
     env_list,
     env_path,
     env_str,
+    make_private_folder,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("DATA_DIR", BASE_DIR / "var")
 JOBS_DIR = DATA_DIR / "jobs"
 # Everything under DATA_DIR is the app's alone: users' data, the database,
-# the secret key. Made here, before anything writes into it.
-DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+# the secret key. Made (or made private) here, before anything writes into it.
+make_private_folder(DATA_DIR)
 
 
 def _secret_key() -> str:
@@ -110,6 +111,8 @@ CONTENT_SECURITY_POLICY = {
 }
 
 ROOT_URLCONF = "digitslike.urls"
+# Under /api/, a failed CSRF check answers in the API's JSON error shape.
+CSRF_FAILURE_VIEW = "digitslike.api.csrf_failure"
 ASGI_APPLICATION = "digitslike.asgi.application"
 
 TEMPLATES = [

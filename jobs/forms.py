@@ -9,13 +9,25 @@ from django import forms
 from .models import Job
 
 
+class TextField(forms.CharField):
+    """A CharField that takes text only: from a JSON body a list, an object,
+    a number or a boolean would otherwise become its Python text ("[None, None]")."""
+
+    def to_python(self, value: Any) -> str:
+        if value is not None and not isinstance(value, str):
+            what = ("array" if isinstance(value, list) else "object" if isinstance(value, dict)
+                    else "true or false" if isinstance(value, bool) else "number")
+            raise forms.ValidationError(f"Give text here, not a JSON {what}.", code="not_text")
+        return super().to_python(value)
+
+
 class JobFieldsForm(forms.Form):
     """The fields every job has."""
 
-    name = forms.CharField(max_length=200)
-    group = forms.CharField(max_length=200, required=False,
-                            help_text="Your jobs with the same group are listed together (each user's groups are their own).")
-    notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    name = TextField(max_length=200)
+    group = TextField(max_length=200, required=False,
+                      help_text="Your jobs with the same group are listed together (each user's groups are their own).")
+    notes = TextField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
 
 class DevicesField(forms.Form):

@@ -1,6 +1,8 @@
 """Per-user quotas, checked when a job is submitted or resumed: how many
 jobs a user may have queued or running (``JOB_QUOTA_ACTIVE``) and how many
 bytes their job folders may hold (``DISK_QUOTA_BYTES``); 0 means no limit.
+The disk quota also bounds an upload before it is read (``disk_room``, used
+by ``digitslike/bodylimit.py``): the upload ends up in a job folder.
 
 A finished job's folder no longer grows, so its size is measured once (per
 ``finished_at``) and kept; an active job's is measured each time.
@@ -32,6 +34,19 @@ def refusal(owner: User) -> tuple[str, int] | None:
         return (f"{owner.username}'s jobs hold {filesizeformat(used)} on disk, their quota is "
                 f"{filesizeformat(limit)}; delete some to queue more.", 403)
     return None
+
+
+def disk_room(owner: User) -> tuple[int, int] | None:
+    """The bytes ``owner``'s job folders hold and their quota; None without one."""
+    limit = settings.DISK_QUOTA_BYTES
+    return (disk_used(owner), limit) if limit else None
+
+
+def no_room_message(owner: User, used: int, limit: int, size: int | None) -> str:
+    """Why an upload of ``size`` bytes (None: sent without a length) is refused by the disk quota."""
+    upload = f"this upload of {filesizeformat(size)}" if size else "this upload"
+    return (f"{owner.username}'s jobs hold {filesizeformat(used)} on disk, their quota is {filesizeformat(limit)}: "
+            f"{upload} does not fit; delete some jobs to make room.")
 
 
 def disk_used(owner: User) -> int:

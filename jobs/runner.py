@@ -19,6 +19,7 @@ from pathlib import Path
 
 import redis
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db.models import F
 from django.utils import timezone
 
@@ -68,12 +69,11 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
         message = " ".join(job.lost_dependency_notices()) + " The job cannot run without it."
         job.transition(Status.FAILED, frm=[Status.WAITING], message=message, error=message)
         return
-    if refusal := permissions.missing(job.owner, job.kind, job.params):  # revoked since it was queued
-        job.transition(Status.FAILED, frm=[Status.WAITING], message=refusal, error=refusal)
+    if not still_permitted(job):  # revoked since it was queued
         return
     while (devices := wait_for_devices(job, worker)) is not None:
         try:
-            if start(job, worker, devices):
+            if still_permitted(job) and start(job, worker, devices):
                 process = launch_or_fail(job, devices)
                 if process:
                     nodes.open_nodes(job)
@@ -89,6 +89,18 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
 class LeaseLost(Exception):
     """A device's lease ran out between its taking and the job's start
     (a database slow to commit), and another job took the device."""
+
+
+def still_permitted(job: Job) -> bool:
+    """Check the owner's permissions for the job again (when it is claimed,
+    and when its process is about to start after waiting for devices, since
+    they may be revoked meanwhile); fail the job, saying why, if they no
+    longer allow it. The owner is read afresh: a user caches its permissions."""
+    owner = User.objects.get(pk=job.owner_id)
+    if refusal := permissions.missing(owner, job.kind, job.params):
+        job.transition(Status.FAILED, frm=[Status.WAITING], message=refusal, error=refusal)
+        return False
+    return True
 
 
 def claim(job: Job, worker: WorkerInfo) -> bool:

@@ -55,6 +55,8 @@ TAR_SPECIAL = {tarfile.SYMTYPE: "a symbolic link", tarfile.LNKTYPE: "a hard link
 
 # How a compressed tar starts, and what reads it.
 TAR_COMPRESSIONS = ((b"\x1f\x8b", gzip.open), (b"BZh", bz2.open), (b"\xfd7zXZ\x00", lzma.open))
+# How a zip starts: its first member, or the end of its directory when it has none.
+ZIP_STARTS = (b"PK\x03\x04", b"PK\x05\x06")
 
 Parts = tuple[str, ...]
 
@@ -107,11 +109,33 @@ def _is_tar(path: Path) -> bool:
         return False
 
 
+def _is_tar_header(block: bytes) -> bool:
+    try:
+        tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
+    except tarfile.HeaderError:
+        return False
+    return True
+
+
+def refuse_unless_archive_start(head: bytes, name: str) -> None:
+    """Refuse a file whose first bytes (``head``, its first 512 or all of a
+    shorter one) are not those of a zip, a compressed tar or a tar header with
+    a valid checksum: the libraries would read a large file of anything else
+    to its end (a gigabyte of zeros for minutes) before saying so. A zip with
+    data before it (a self-extracting one) is refused too."""
+    if head.startswith(ZIP_STARTS + tuple(start for start, _ in TAR_COMPRESSIONS)) or _is_tar_header(head):
+        return
+    raise _refuse(f"'{_shown(name)}' is not a zip or tar archive.")
+
+
 def archive_kind(path: Path) -> str:
     """"zip" or "tar" (plain, gz, bz2 or xz), decided by the file's content, never by its name.
 
-    Tar is asked first: a zip never passes the tar header checksum, but a tar whose last member is a
-    zip file passes ``zipfile.is_zipfile``, which looks for a zip directory near the end of the file."""
+    The first bytes are checked first (``refuse_unless_archive_start``). Then tar is asked first:
+    a zip never passes the tar header checksum, but a tar whose last member is a zip file passes
+    ``zipfile.is_zipfile``, which looks for a zip directory near the end of the file."""
+    with open(path, "rb") as handle:
+        refuse_unless_archive_start(handle.read(tarfile.BLOCKSIZE), Path(path).name)
     if _is_tar(path):
         return "tar"
     if zipfile.is_zipfile(path):

@@ -101,6 +101,17 @@ def test_the_administrator_can_come_from_the_environment(db, monkeypatch):
         call_command("ensure_admin")
 
 
+@pytest.mark.parametrize("password, reason", [("12345678", "This password is too common."),
+                                              ("x7Qz", "This password is too short. It must contain at least 8 characters.")])
+def test_the_administrator_from_the_environment_needs_a_password_djangos_validators_accept(db, monkeypatch,
+                                                                                         password, reason):
+    monkeypatch.setenv("ADMIN_USERNAME", "chief")
+    monkeypatch.setenv("ADMIN_PASSWORD", password)
+    with pytest.raises(CommandError, match=f"ADMIN_PASSWORD is not accepted: {reason}"):
+        call_command("ensure_admin")
+    assert not User.objects.filter(username="chief").exists()
+
+
 def test_sign_in_attempts_are_limited_per_user_and_address(alice, settings):
     settings.AXES_FAILURE_LIMIT = 3
     client = Client()

@@ -8,15 +8,19 @@ from __future__ import annotations
 import os
 import tarfile
 import tempfile
+import time
+from pathlib import Path
 
 import httpx
 import pytest
 
 from accounts.models import ApiToken
+from datasets.uploads import LimitedTemporaryFileUploadHandler
 from jobs.models import Job, Status
 from tests.datasetfiles import class_folders
 from tests.jobtools import wait_status
-from tests.processes import wait_for
+from tests.processes import start_web, wait_for
+from tests.redisserver import free_port
 
 FIELDS = {"name": "big", "source": "archive", "width": "4", "height": "4", "val_percent": "0", "test_percent": "0",
           "image_type": "color", "resize_mode": "squash", "min_per_class": "1", "encoding": "none", "quality": "90",
@@ -109,3 +113,25 @@ def test_an_upload_is_spooled_to_the_data_folder_not_the_system_temp_folder(alic
     assert all(os.path.dirname(f) == spool for f in seen), seen
     job = wait_status(Job.objects.get(pk=response.json()["id"]), Status.DONE, Status.FAILED, timeout=60)
     assert job.status == Status.DONE, job.error
+
+
+def test_a_web_server_removes_the_uploads_a_dead_one_left_but_not_those_being_written(db_url, log_dir, settings):
+    uploads = settings.DATA_DIR / "uploads"
+    uploads.mkdir(parents=True)
+    settings.FILE_UPLOAD_TEMP_DIR = str(uploads)
+    left = uploads / "tmpk1lled.upload.tar"  # what a web process killed during a multipart parse leaves
+    left.write_bytes(b"x" * 4096)
+    # A request of another web process (here, this one) writing its upload.
+    live = LimitedTemporaryFileUploadHandler()
+    live.new_file("archive", "live.tar", "application/x-tar", 4096)
+    live.receive_data_chunk(b"y" * 4096, 0)
+    an_hour_ago = time.time() - 3600
+    for path in (left, Path(live.file.temporary_file_path())):
+        os.utime(path, (an_hour_ago, an_hour_ago))
+    port = free_port()
+    web = start_web(db_url, port, log_dir)
+    try:
+        assert sorted(uploads.iterdir()) == [Path(live.file.temporary_file_path())]
+    finally:
+        web.stop()
+        live.file.close()

@@ -3,6 +3,7 @@ build job, the packed store, the report, the pages."""
 
 from __future__ import annotations
 
+import html
 import io
 import json
 
@@ -13,6 +14,7 @@ from django.test import Client
 from PIL import Image
 
 from datasets import folders
+from datasets.forms import defaults
 from digitslike import nulbytes
 from jobs import kinds
 from jobs.models import Job, Status
@@ -321,3 +323,18 @@ def test_the_settings_show_the_users_names_and_no_server_path(client, roots, tmp
     for server_path in (str(roots), str(job.folder)):
         assert server_path not in page and server_path not in shown
     assert "<td>Archive</td><td>mine.tar</td>" in page
+
+
+def test_a_file_that_is_not_the_archive_it_claims_is_refused_at_upload(client, roots, tmp_path):
+    zeros = tmp_path / "zeros.zip"
+    zeros.write_bytes(bytes(4 * 1024 * 1024))
+    message = "Refused archive: 'zeros.zip' is not a zip or tar archive."
+    with open(zeros, "rb") as upload:
+        answer = client.post("/api/datasets", {"name": "zeros", "source": "archive", "archive": upload})
+    assert answer.status_code == 400
+    assert answer.json()["errors"]["archive"] == [{"message": message, "code": ""}]
+    with open(zeros, "rb") as upload:
+        page = client.post("/datasets/new/", {**defaults(), "name": "zeros", "source": "archive",
+                                              "archive": upload})
+    assert page.status_code == 400 and message in html.unescape(page.content.decode())
+    assert not Job.objects.exists()

@@ -58,6 +58,14 @@ def test_the_data_folder_database_and_secret_key_are_made_private(tmp_path):
     assert modes == {"data": 0o700, "db.sqlite3": 0o600, "secret_key": 0o600}
 
 
+def test_an_existing_data_folder_open_to_others_is_made_private_at_start(tmp_path):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir(mode=0o755)
+    data_dir.chmod(0o755)
+    assert manage(data_dir, "check").returncode == 0
+    assert data_dir.stat().st_mode & 0o777 == 0o700
+
+
 # What docs/deploy.md gives for serving over HTTPS behind a proxy.
 DEPLOY_SETTINGS = {"SECRET_KEY": "k" * 20 + "9Zq#x" * 10, "ALLOWED_HOSTS": "gpu.example.org", "HTTPS": "true",
                    "BEHIND_PROXY": "true", "HSTS_SECONDS": "31536000", "HSTS_INCLUDE_SUBDOMAINS": "true",

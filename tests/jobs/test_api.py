@@ -53,6 +53,28 @@ def test_token_requests_need_no_csrf_token(alice, transactional_db):
     assert response.status_code == 200 and response.json()["notes"] == "from a script"
 
 
+def test_a_session_request_without_a_csrf_token_is_refused_in_the_apis_shape(alice, transactional_db):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+    refused = send(client, "post", "/api/jobs", {"kind": "devicecheck", "name": "x", "seconds": 1})
+    assert refused.status_code == 403 and refused["Content-Type"] == "application/json"
+    assert refused.json() == {"error": "CSRF check failed: send the X-CSRFToken header with the csrftoken cookie's "
+                                       "value, or use an API token ('Authorization: Token <key>')."}
+    assert Job.objects.count() == 0
+
+
+@pytest.mark.parametrize("field", ["name", "group", "notes"])
+@pytest.mark.parametrize("value", [[None, None], {"a": 1}, 7, True])
+def test_a_text_field_given_anything_but_text_is_refused(alice, transactional_db, field, value):
+    sent = {"kind": "devicecheck", "name": "x", "seconds": 1, field: value}
+    refused = send(signed_in(alice), "post", "/api/jobs", sent)
+    assert refused.status_code == 400
+    assert refused.json()["errors"][field] == [{"message": "Give text here, not a JSON " + (
+        "array" if isinstance(value, list) else "object" if isinstance(value, dict) else
+        "true or false" if isinstance(value, bool) else "number") + ".", "code": "not_text"}]
+    assert Job.objects.count() == 0
+
+
 def test_creating_a_job_validates_fields_and_returns_201(alice, transactional_db):
     client = signed_in(alice)
     missing = send(client, "post", "/api/jobs", {"kind": "devicecheck"})

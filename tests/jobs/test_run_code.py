@@ -85,3 +85,16 @@ def test_job_processes_get_no_secrets_in_their_environment(alice, worker_factory
     assert "PATH" in names and "PYTHONPATH" in names
     assert not names & {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "ADMIN_PASSWORD", "AWS_SECRET_ACCESS_KEY",
                         "API_TOKEN"}
+
+
+def test_a_worker_refuses_a_claimed_job_whose_owner_lost_the_permission_while_it_waited(alice, bob, worker):
+    grant(alice)
+    busy = submit_sleep(bob, steps=600, step_seconds=0.1)  # holds the worker's one CPU slot
+    wait_status(busy, Status.RUNNING)
+    job = wait_status(submit_code(fresh(alice)), Status.WAITING)  # claimed, waiting for the slot
+    revoke(alice)
+    services.abort(busy, bob)
+    job = wait_status(job, Status.FAILED, Status.DONE)
+    assert job.status == Status.FAILED
+    assert job.error.startswith("alice may not run this probe: it needs the permission")
+    assert not events_of(job, "started")

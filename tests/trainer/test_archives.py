@@ -10,6 +10,7 @@ import os
 import re
 import stat
 import tarfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -327,3 +328,16 @@ def test_a_tar_member_cut_short_is_refused_when_read(tmp_path):
     archive.write_bytes(archive.read_bytes()[:50_000])
     with pytest.raises(ArchiveError, match=re.escape("member 'a/x.bin' is cut short")):
         listing.reader.read(listing.files[0])
+
+
+def test_a_file_that_does_not_start_as_an_archive_is_refused_before_it_is_read(tmp_path):
+    zeros = tmp_path / "zeros.zip"
+    zeros.write_bytes(bytes(64 * MIB))
+    started = time.process_time()
+    with pytest.raises(ArchiveError, match=re.escape("'zeros.zip' is not a zip or tar archive.")):
+        list_members(zeros, tmp_path / "copy.tar")
+    assert time.process_time() - started < 0.5
+    for damaged in (b"PK", b"\x1f\x8b" + bytes(100), b"not an archive at all"):
+        (tmp_path / "short").write_bytes(damaged)
+        with pytest.raises(ArchiveError):
+            extract(tmp_path / "short", tmp_path / "out")

@@ -375,3 +375,22 @@ def test_building_lenet_does_not_import_torchvision_and_a_resnet_does():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.stdout.split() == ["False", "True"], done.stderr
+
+
+# One layer of eight nested levels of six aliases each: 6**8 (1.7 million) items once expanded, from 300 bytes.
+ALIAS_BOMB = "- [&a [x, x, x, x, x, x], " + ", ".join(
+    f"&{name} [{', '.join([f'*{before}'] * 6)}]" for before, name in zip("abcdefg", "bcdefgh", strict=True)) + "]\n"
+
+
+def test_yaml_anchors_and_aliases_are_refused_before_anything_is_expanded():
+    assert len(ALIAS_BOMB) < 400
+    message = error_of(validate_layers, ALIAS_BOMB)
+    assert message == ("Line 1, column 4: YAML anchors (&name) and aliases (*name) are not allowed in a layer list; "
+                       "write each layer out.")
+
+
+def test_a_layer_error_shows_a_long_value_cut_short():
+    message = error_of(validate_layers, f"- conv: {{out: [{', '.join(['7'] * 100_000)}], kernel: 3}}")
+    assert message.startswith("Layer 1 (conv): 'out' must be a positive integer or the word 'classes', not [7, 7, ")
+    assert len(message) < 500 and message.endswith("…")
+    assert len(error_of(validate_layers, f"- {'x' * 100_000}: {{}}")) < 500

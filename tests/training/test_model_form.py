@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from jobs.models import Job, Status
 from tests.clients import signed_in
+from tests.trainer.test_networks import ALIAS_BOMB
 from trainer import lr_policy
 from training.forms import NewModelForm
 from training.jsondata import defaults
@@ -307,6 +308,22 @@ def test_visualize_lists_the_layers_for_the_datasets_images_or_says_why_not(alic
     bad = visualize({"source": "layers", "text": "- conv: {kernel: 5}"})
     assert bad.status_code == 400 and "missing argument 'out'" in bad.json()["error"]
     assert "must be a whole number that fits" in visualize({"source": "standard", "name": "lenet"}, crop=29).json()["error"]
+
+
+def test_a_yaml_alias_bomb_is_refused_by_visualize_and_the_api_in_a_short_answer(alice, digits):
+    client = signed_in(alice)
+    network = {"source": "layers", "text": ALIAS_BOMB}
+    for answer in (client.post("/models/visualize", json.dumps({"network": network, "dataset": digits.pk}),
+                               content_type="application/json"),
+                   create(client, name="bomb", dataset=digits.pk, network=network)):
+        assert answer.status_code == 400 and len(answer.content) < 1000
+        assert "YAML anchors (&name) and aliases (*name) are not allowed" in answer.json()["error"]
+
+
+def test_an_error_that_shows_a_long_value_is_cut_short(alice, digits):
+    answer = create(signed_in(alice), name="long", dataset=digits.pk, lr_policy="x" * 100_000)
+    assert answer.status_code == 400 and len(answer.content) < 3000
+    assert answer.json()["errors"]["lr_policy"][0]["message"].startswith("Select a valid choice. xxx")
 
 
 def test_visualize_builds_no_network_past_its_limits(alice, digits, settings):

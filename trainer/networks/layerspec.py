@@ -144,6 +144,8 @@ LAYER_TYPES: dict[str, dict[str, Argument]] = {
 }
 
 EXAMPLE = "conv: {out: 20, kernel: 5}"
+# The most characters of a user's value an error message shows.
+SHOWN_CHARS = 200
 
 
 def parse(text: str) -> Any:
@@ -157,6 +159,7 @@ def parse(text: str) -> Any:
         except json.JSONDecodeError as exc:
             json_error = f"Not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
     try:
+        _refuse_aliases(text)
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         if json_error is not None:
@@ -167,9 +170,25 @@ def parse(text: str) -> Any:
         raise NetworkError(f"Not valid YAML: {where}{problem}") from None
 
 
+def _refuse_aliases(text: str) -> None:
+    """Refuse YAML anchors and aliases from the text's tokens, before any node
+    is built: a few hundred bytes of aliases of aliases stand for millions of
+    items once the structure is walked (to check it, or to show it in a message)."""
+    for token in yaml.scan(text, Loader=yaml.SafeLoader):
+        if isinstance(token, yaml.AnchorToken | yaml.AliasToken):
+            mark = token.start_mark
+            raise NetworkError(f"Line {mark.line + 1}, column {mark.column + 1}: YAML anchors (&name) and aliases "
+                               "(*name) are not allowed in a layer list; write each layer out.")
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
+
+
 def _show(value: Any) -> str:
-    """A value as the user wrote it, near enough (YAML dates and sets as text)."""
-    return json.dumps(value, default=str)
+    """A value as the user wrote it, near enough (YAML dates and sets as text),
+    cut short where long."""
+    return _cut(json.dumps(value, default=str))
 
 
 def _layer(index: int, item: Any) -> dict[str, Any]:
@@ -179,7 +198,7 @@ def _layer(index: int, item: Any) -> dict[str, Any]:
         raise NetworkError(f"Layer {index}: expected one layer type with its arguments, like '{EXAMPLE}'; got {_show(item)}")
     (kind, given), = item.items()
     if kind not in LAYER_TYPES:
-        raise NetworkError(f"Layer {index}: unknown type {kind!r}; known: {', '.join(LAYER_TYPES)}")
+        raise NetworkError(f"Layer {index}: unknown type {_cut(repr(kind))}; known: {', '.join(LAYER_TYPES)}")
     allowed = LAYER_TYPES[kind]
     if given is None:
         given = {}
@@ -188,7 +207,7 @@ def _layer(index: int, item: Any) -> dict[str, Any]:
     for name in given:
         if name not in allowed:
             choices = ", ".join(allowed) if allowed else "none"
-            raise NetworkError(f"Layer {index} ({kind}): unknown argument {name!r}; allowed: {choices}")
+            raise NetworkError(f"Layer {index} ({kind}): unknown argument {_cut(repr(name))}; allowed: {choices}")
     args = {}
     for name, argument in allowed.items():
         if name not in given:

@@ -168,10 +168,19 @@ def services(redis_argv: list[str] | None, host: str, port: str) -> list[Service
     found.append(Service("modelserver", [python, "-m", "trainer.modelserver", "--redis-url", settings.REDIS_URL,
                                          "--prefix", settings.REDIS_PREFIX, "--data-dir", str(settings.DATA_DIR)],
                          signal.SIGTERM))
-    found.append(Service("web", [python, "-m", "uvicorn", "digitslike.asgi:application", "--host", host,
-                                 "--port", port, "--no-access-log", "--lifespan", "off",
-                                 "--timeout-graceful-shutdown", str(WEB_SHUTDOWN_SECONDS)], signal.SIGTERM))
+    found.append(Service("web", web_command(host, port, settings.FORWARDED_ALLOW_IPS, "--no-access-log",
+                                            "--timeout-graceful-shutdown", str(WEB_SHUTDOWN_SECONDS)),
+                         signal.SIGTERM))
     return found
+
+
+def web_command(host: str, port: str, forwarded_allow_ips: str, *options: str) -> list[str]:
+    """uvicorn serving the app, trusting X-Forwarded-For and -Proto only from
+    ``forwarded_allow_ips``: left out, uvicorn would trust them from
+    127.0.0.1, and the sign-in limits would count whatever address a local
+    client named."""
+    return [sys.executable, "-m", "uvicorn", "digitslike.asgi:application", "--host", host, "--port", port,
+            "--lifespan", "off", "--forwarded-allow-ips", forwarded_allow_ips, *options]
 
 
 def main() -> int:

@@ -159,9 +159,8 @@ def _interrupt(signum: int, frame: object) -> None:
 def services(redis_argv: list[str] | None, host: str, port: str) -> list[Service]:
     python = sys.executable
     found = [Service("redis", redis_argv, signal.SIGTERM)] if redis_argv else []
-    # The worker is stopped at once (SIGQUIT, Celery's cold shutdown): its
-    # jobs' process groups end with it, and the reconciler requeues the jobs
-    # when a worker starts again.
+    # The worker is stopped at once (SIGQUIT, Celery's cold shutdown): it
+    # stops its jobs' process groups and requeues the jobs (jobs.pool).
     found.append(Service("worker", [python, "manage.py", "worker"], signal.SIGQUIT))
     # The model server keeps trained models warm for Classify one; it reads
     # the job folders under DATA_DIR and answers over the same Redis.

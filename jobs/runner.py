@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -35,6 +36,9 @@ from .workerinfo import WorkerInfo
 
 log = logging.getLogger(__name__)
 
+# Set once this worker shuts down: its jobs stop and go back to the queue.
+_handing_back = threading.Event()
+
 PROCGROUP = Path(__file__).with_name("procgroup.py")
 WAIT_POLL_SECONDS = 0.2
 # How often a job waiting for devices looks for a machine that could start it now.
@@ -55,6 +59,9 @@ SECRET_MARKERS = ("SECRET", "PASSWORD", "PASSWD", "TOKEN", "CREDENTIAL", "_KEY",
 def run_job(job_id: int, worker: WorkerInfo) -> None:
     job = Job.objects.filter(pk=job_id).first()
     if job is None:
+        return
+    if job.status == Status.QUEUED and _handing_back.is_set():
+        enqueue(job)  # its message came as this worker stopped: another takes it
         return
     if job.status == Status.QUEUED and (other := _better_worker(job, worker)) is not None:
         log.info("job %s goes to worker %s, which can start it now", job.pk, other.host)
@@ -82,6 +89,23 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
         finally:
             leases.release(worker.host, devices, job.pk)
             nodes.close_nodes(job, job.attempt)
+
+
+def hand_back_jobs() -> None:
+    """The worker is stopping (SIGTERM or SIGQUIT): each of its runners stops
+    its job's process group, as an abort would, and requeues the job, and a
+    job waiting for devices here goes back to the queue, so the worker exits
+    within the abort grace rather than with its jobs still running."""
+    _handing_back.set()
+
+
+def hand_back(job: Job, frm: str) -> None:
+    """Requeue a job this stopping worker held, whatever its attempt: the
+    stop is the operator's, not the job's doing."""
+    who = f"Worker {job.held.get('host') or job.worker}"
+    message = f"{who} stopped during attempt {job.attempt} of {settings.JOB_MAX_ATTEMPTS}; requeued."
+    if job.transition(Status.QUEUED, frm=[frm], message=message, worker="", progress=0.0):
+        enqueue(job)
 
 
 class LeaseLost(Exception):
@@ -127,6 +151,9 @@ def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | None:
     while True:
         job.refresh_from_db(fields=["status"])
         if job.status != Status.WAITING:
+            return None
+        if _handing_back.is_set():
+            hand_back(job, Status.WAITING)
             return None
         now = time.monotonic()
         if problem or now - last_pass_on_check >= PASS_ON_CHECK_SECONDS:
@@ -243,6 +270,9 @@ def supervise(job: Job, process: subprocess.Popen) -> tuple[int, str]:
             progress_written, last_progress_write = job.progress, now
         if code is not None:
             return code, trouble
+        if not abort_sent and _handing_back.is_set():
+            process.send_signal(signal.SIGTERM)
+            abort_sent = True
         if not abort_sent and now - last_abort_check >= ABORT_POLL_SECONDS:
             last_abort_check = now
             trouble = (nodes.trouble(job) if nodes.count(job) > 1 else None) or ""
@@ -272,6 +302,8 @@ def finish(job: Job, code: int, trouble: str = "") -> None:
     job.refresh_from_db()
     if job.abort_requested:
         job.transition(Status.ABORTED, frm=[Status.RUNNING], message="Aborted")
+    elif code != 0 and _handing_back.is_set():
+        hand_back(job, Status.RUNNING)
     elif code != 0 and (trouble := trouble or node_trouble(job)):
         job.transition(Status.FAILED, frm=[Status.RUNNING], message=trouble, error=trouble)
     elif code == 0:

@@ -52,8 +52,15 @@ PROGRESS_WRITE_SECONDS = 1.0
 LOG_LINES_PER_EVENT = 200
 # The last events searched for the job's own error: it is among the last it wrote.
 FAILURE_EVENTS = 1000
-# Parts of the names of environment variables kept from job processes.
-SECRET_MARKERS = ("SECRET", "PASSWORD", "PASSWD", "TOKEN", "CREDENTIAL", "_KEY", "_URL", "DSN", "AUTH")
+# The worker's environment variables job processes get: the system's, the
+# GPU and thread libraries', and the project's own settings the trainer
+# reads. Nothing else, whatever its name: a secret may be called anything.
+JOB_ENVIRONMENT_NAMES = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LD_LIBRARY_PATH",
+    "WORKER_HOST", "TRAIN_DATA_BUDGET", "CLASSIFY_MAX_PIXELS",
+})
+JOB_ENVIRONMENT_PREFIXES = ("LC_", "CUDA_", "NCCL_", "GLOO_", "OMP_", "MKL_", "OPENBLAS_", "NVIDIA_", "TORCH_",
+                            "PYTORCH_", "TRITON_")
 
 
 def run_job(job_id: int, worker: WorkerInfo) -> None:
@@ -241,11 +248,12 @@ def launch_or_fail(job: Job, devices: list[str]) -> subprocess.Popen | None:
 
 
 def job_environment() -> dict[str, str]:
-    """The worker's environment less anything that may hold a secret (the
-    secret key, database and Redis addresses with their passwords, tokens):
-    a job may run its owner's code, and needs none of them."""
+    """The worker's environment as far as ``JOB_ENVIRONMENT_NAMES`` and
+    ``_PREFIXES`` allow: a job may run its owner's code, and needs no secret
+    (the secret key, database and Redis addresses with their passwords,
+    cloud and API keys)."""
     return {name: value for name, value in os.environ.items()
-            if not any(marker in name.upper() for marker in SECRET_MARKERS)}
+            if name in JOB_ENVIRONMENT_NAMES or name.startswith(JOB_ENVIRONMENT_PREFIXES)}
 
 
 def supervise(job: Job, process: subprocess.Popen) -> tuple[int, str]:

@@ -8,6 +8,7 @@ from django.http import HttpRequest, JsonResponse, QueryDict
 
 from digitslike.api import BadRequest, api, bad_request_message, error, json_body
 from jobs import serialize
+from jobs.jobpaths import in_job_words
 
 from . import store, uploads
 from .folders import OutsideRoots, listing
@@ -47,7 +48,7 @@ def create(request: HttpRequest) -> JsonResponse:
 @api("GET")
 def dataset(request: HttpRequest, job_id: int) -> JsonResponse:
     job = store.job_or_404(job_id)
-    return JsonResponse({**serialize.job_detail(job), "manifest": store.manifest(job),
+    return JsonResponse({**serialize.job_detail(job), "manifest": in_job_words(store.manifest(job)),
                          "used_by": [m.pk for m in store.models_using(job)]})
 
 

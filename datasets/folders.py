@@ -1,4 +1,9 @@
-"""Server folders a dataset may be read from: only below DATASET_ROOTS."""
+"""Server folders a dataset may be read from: only below DATASET_ROOTS.
+
+Users never see where the roots are: each root goes by a label (its folder's
+name) and a path below it by the label and the path relative to the root
+(``imports/cats``). Fields take that form, or a server path below a root.
+"""
 
 from __future__ import annotations
 
@@ -17,30 +22,75 @@ def roots() -> list[Path]:
     return [Path(r).resolve() for r in settings.DATASET_ROOTS] + [(settings.DATA_DIR / "samples").resolve()]
 
 
+def labelled_roots() -> dict[str, Path]:
+    """The roots by label: each one's folder name, numbered where two share one."""
+    labelled: dict[str, Path] = {}
+    for root in roots():
+        label, number = root.name or "root", 2
+        while label in labelled:
+            label, number = f"{root.name or 'root'}-{number}", number + 1
+        labelled[label] = root
+    return labelled
+
+
+def shown(path: str | Path) -> str:
+    """``path`` as users name it (``imports/cats``) when it is a root or below
+    one; any other text unchanged."""
+    text = str(path)
+    for label, root in sorted(labelled_roots().items(), key=lambda item: -len(str(item[1]))):
+        if text == str(root):
+            return label
+        if text.startswith(f"{root}/"):
+            return f"{label}/{text[len(str(root)) + 1:]}"
+    return text
+
+
+def _outside(path: str | Path) -> OutsideRoots:
+    return OutsideRoots(f"{path} is not inside the folders this server may read: "
+                        f"{', '.join(labelled_roots())}.")
+
+
+def _unnamable(path: str | Path) -> OutsideRoots:
+    return OutsideRoots(f"{str(path)!r} is not a name a folder on this server can have.")
+
+
 def allowed(path: str | Path) -> Path:
-    """The resolved path when it is one of the roots or below one; else
-    OutsideRoots (also for a name no folder can have: a NUL byte, a link loop)."""
+    """The resolved server path of ``path`` (a label and a path below its
+    root, or a server path) when it is a root or below one; else OutsideRoots
+    (also for a name no folder can have: a NUL byte, a link loop)."""
+    text = str(path)
+    if "\x00" in text:
+        raise _unnamable(path)
+    if not text.startswith(("/", "~")):
+        label, _, inside = text.partition("/")
+        root = labelled_roots().get(label)
+        if root is None:
+            raise _outside(path)
+        text = str(root / inside)
     try:
-        resolved = Path(path).expanduser().resolve()
+        resolved = Path(text).expanduser().resolve()
     except (ValueError, OSError, RuntimeError):
-        raise OutsideRoots(f"{str(path)!r} is not a name a folder on this server can have.") from None
+        raise _unnamable(path) from None
     if any(resolved == root or resolved.is_relative_to(root) for root in roots()):
         return resolved
-    raise OutsideRoots(f"{path} is not inside the folders this server may read: {', '.join(map(str, roots()))}.")
+    raise _outside(path)
 
 
 def listing(path: str | None) -> dict:
-    """What the folder browser shows: the roots, or one folder's subfolders and file count."""
+    """What the folder browser shows, in users' names: the roots, or one
+    folder's subfolders and file count."""
     if not path:
-        return {"path": None, "parent": None, "folders": [{"name": str(r), "path": str(r)} for r in roots() if r.is_dir()],
+        return {"path": None, "parent": None,
+                "folders": [{"name": label, "path": label} for label, r in labelled_roots().items() if r.is_dir()],
                 "files": 0}
     folder = allowed(path)
     if not folder.is_dir():
         raise OutsideRoots(f"{path} is not a folder.")
     entries = sorted(folder.iterdir(), key=lambda p: p.name)
-    folders = [{"name": e.name, "path": str(e)} for e in entries if e.is_dir() and not e.name.startswith(".")]
-    parent = str(folder.parent) if folder not in roots() else None
-    return {"path": str(folder), "parent": parent, "folders": folders, "files": sum(1 for e in entries if e.is_file())}
+    folders = [{"name": e.name, "path": shown(e)} for e in entries if e.is_dir() and not e.name.startswith(".")]
+    parent = shown(folder.parent) if folder not in roots() else None
+    return {"path": shown(folder), "parent": parent, "folders": folders,
+            "files": sum(1 for e in entries if e.is_file())}
 
 
 def first_file(folder: Path, limit: int = 200) -> Path | None:

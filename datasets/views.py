@@ -4,7 +4,6 @@ dataset section of the job page, and the gallery. The JSON API is ``api``."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +22,7 @@ from trainer.datastore import png_bytes
 from trainer.imageio import ImageError, load_image, resize
 
 from . import sample, store, uploads
-from .folders import OutsideRoots, first_file, listing
+from .folders import OutsideRoots, allowed, first_file
 from .forms import DatasetForm, sent_field_errors
 from .shown import public_params
 
@@ -86,7 +85,7 @@ def preview(request: HttpRequest) -> HttpResponse:
         elif not request.POST.get("folder"):
             return error("Choose an image, or a training folder first.", 400)
         else:
-            source = first_file(Path(listing(request.POST["folder"])["path"]))
+            source = first_file(allowed(request.POST["folder"]))
             if source is None:
                 return error("That folder holds no files to preview.", 400)
         pixels = resize(load_image(source, channels, draft=(width, height), resize_mode=mode), width, height, mode,

@@ -159,19 +159,27 @@ def _interrupt(signum: int, frame: object) -> None:
 def services(redis_argv: list[str] | None, host: str, port: str) -> list[Service]:
     python = sys.executable
     found = [Service("redis", redis_argv, signal.SIGTERM)] if redis_argv else []
-    # The worker is stopped at once (SIGQUIT, Celery's cold shutdown): its
-    # jobs' process groups end with it, and the reconciler requeues the jobs
-    # when a worker starts again.
+    # The worker is stopped at once (SIGQUIT, Celery's cold shutdown): it
+    # stops its jobs' process groups and requeues the jobs (jobs.pool).
     found.append(Service("worker", [python, "manage.py", "worker"], signal.SIGQUIT))
     # The model server keeps trained models warm for Classify one; it reads
     # the job folders under DATA_DIR and answers over the same Redis.
     found.append(Service("modelserver", [python, "-m", "trainer.modelserver", "--redis-url", settings.REDIS_URL,
                                          "--prefix", settings.REDIS_PREFIX, "--data-dir", str(settings.DATA_DIR)],
                          signal.SIGTERM))
-    found.append(Service("web", [python, "-m", "uvicorn", "digitslike.asgi:application", "--host", host,
-                                 "--port", port, "--no-access-log", "--lifespan", "off",
-                                 "--timeout-graceful-shutdown", str(WEB_SHUTDOWN_SECONDS)], signal.SIGTERM))
+    found.append(Service("web", web_command(host, port, settings.FORWARDED_ALLOW_IPS, "--no-access-log",
+                                            "--timeout-graceful-shutdown", str(WEB_SHUTDOWN_SECONDS)),
+                         signal.SIGTERM))
     return found
+
+
+def web_command(host: str, port: str, forwarded_allow_ips: str, *options: str) -> list[str]:
+    """uvicorn serving the app, trusting X-Forwarded-For and -Proto only from
+    ``forwarded_allow_ips``: left out, uvicorn would trust them from
+    127.0.0.1, and the sign-in limits would count whatever address a local
+    client named."""
+    return [sys.executable, "-m", "uvicorn", "digitslike.asgi:application", "--host", host, "--port", port,
+            "--lifespan", "off", "--forwarded-allow-ips", forwarded_allow_ips, *options]
 
 
 def main() -> int:

@@ -46,10 +46,15 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 # Serving over HTTPS (docs/deploy.md). All off by default, for `make run` on
 # http://127.0.0.1. HTTPS=true makes cookies secure and redirects plain HTTP;
-# BEHIND_PROXY=true trusts the reverse proxy's X-Forwarded-Proto and
-# X-Forwarded-For (set it only when a proxy you run sets them).
+# BEHIND_PROXY=true trusts the reverse proxy's X-Forwarded-Proto (set it only
+# when a proxy you run sets it). The client's address comes from
+# X-Forwarded-For only where the connection comes from an address in
+# FORWARDED_ALLOW_IPS (comma-separated, passed to uvicorn; none by default):
+# uvicorn's own default trusts 127.0.0.1, so any local process could name
+# whatever address it liked to the sign-in limits.
 HTTPS = env_bool("HTTPS", False)
 BEHIND_PROXY = env_bool("BEHIND_PROXY", False)
+FORWARDED_ALLOW_IPS = env_str("FORWARDED_ALLOW_IPS", "")
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_PROXY else None
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
 SECURE_SSL_REDIRECT = HTTPS and env_bool("HTTPS_REDIRECT", True)
@@ -170,8 +175,10 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "accounts.lockout.locked_out"
 AXES_VERBOSE = False
-# Behind a proxy, the client's address is the first of X-Forwarded-For.
-AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if BEHIND_PROXY else ["REMOTE_ADDR"]
+# The client's address is the connection's, as uvicorn gives it: the
+# proxy's X-Forwarded-For only when the proxy is in FORWARDED_ALLOW_IPS
+# (read here, the header's first address would be whatever the client sent).
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
 # Who may make an account: anyone (the default), or, with SIGNUP_OPEN=false,
 # only an administrator (the admin pages, or manage.py createsuperuser).
 SIGNUP_OPEN = env_bool("SIGNUP_OPEN", True)

@@ -1,6 +1,7 @@
 """Paths into job folders where they sit in a job's params: shown in the
 jobs' words, found, and moved into another job's folder. Params hold such
-paths for the files a user uploaded to make a job (``upload/…``)."""
+paths for the files a user uploaded to make a job (``upload/…``), and paths
+below the dataset roots, shown by the roots' labels."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+
+from datasets.folders import shown as shown_below_roots
 
 
 def map_strings(value: Any, change: Callable[[str], str]) -> Any:
@@ -22,12 +25,13 @@ def map_strings(value: Any, change: Callable[[str], str]) -> Any:
 
 def in_job_words(value: Any) -> Any:
     """``value`` with every path into a job's folder written as the job and
-    the file inside it (``job #12: upload/archive.tar``), at any depth."""
+    the file inside it (``job #12: upload/archive.tar``), and every path
+    below a dataset root as its label and the path below it, at any depth."""
     jobs_dir = f"{settings.JOBS_DIR}/"
 
     def words(text: str) -> str:
         if not text.startswith(jobs_dir):
-            return text
+            return shown_below_roots(text)
         job_id, _, inside = text[len(jobs_dir):].partition("/")
         return f"job #{job_id}: {inside}" if inside else f"job #{job_id}"
 

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -38,6 +39,9 @@ from .workerinfo import WorkerInfo
 
 log = logging.getLogger(__name__)
 
+# Set once this worker shuts down: its jobs stop and go back to the queue.
+_handing_back = threading.Event()
+
 PROCGROUP = Path(__file__).with_name("procgroup.py")
 WAIT_POLL_SECONDS = 0.2
 # How often a job waiting for devices looks for a machine that could start it now.
@@ -51,13 +55,23 @@ PROGRESS_WRITE_SECONDS = 1.0
 LOG_LINES_PER_EVENT = 200
 # The last events searched for the job's own error: it is among the last it wrote.
 FAILURE_EVENTS = 1000
-# Parts of the names of environment variables kept from job processes.
-SECRET_MARKERS = ("SECRET", "PASSWORD", "PASSWD", "TOKEN", "CREDENTIAL", "_KEY", "_URL", "DSN", "AUTH")
+# The worker's environment variables job processes get: the system's, the
+# GPU and thread libraries', and the project's own settings the trainer
+# reads. Nothing else, whatever its name: a secret may be called anything.
+JOB_ENVIRONMENT_NAMES = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LD_LIBRARY_PATH",
+    "WORKER_HOST", "TRAIN_DATA_BUDGET", "CLASSIFY_MAX_PIXELS",
+})
+JOB_ENVIRONMENT_PREFIXES = ("LC_", "CUDA_", "NCCL_", "GLOO_", "OMP_", "MKL_", "OPENBLAS_", "NVIDIA_", "TORCH_",
+                            "PYTORCH_", "TRITON_")
 
 
 def run_job(job_id: int, worker: WorkerInfo) -> None:
     job = Job.objects.filter(pk=job_id).first()
     if job is None:
+        return
+    if job.status == Status.QUEUED and _handing_back.is_set():
+        enqueue(job)  # its message came as this worker stopped: another takes it
         return
     if job.status == Status.QUEUED and (other := _better_worker(job, worker)) is not None:
         log.info("job %s goes to worker %s, which can start it now", job.pk, other.host)
@@ -84,6 +98,23 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
         finally:
             leases.release(worker.host, devices, job.pk)
             nodes.close_nodes(job, job.attempt)
+
+
+def hand_back_jobs() -> None:
+    """The worker is stopping (SIGTERM or SIGQUIT): each of its runners stops
+    its job's process group, as an abort would, and requeues the job, and a
+    job waiting for devices here goes back to the queue, so the worker exits
+    within the abort grace rather than with its jobs still running."""
+    _handing_back.set()
+
+
+def hand_back(job: Job, frm: str) -> None:
+    """Requeue a job this stopping worker held, whatever its attempt: the
+    stop is the operator's, not the job's doing."""
+    who = f"Worker {job.held.get('host') or job.worker}"
+    message = f"{who} stopped during attempt {job.attempt} of {settings.JOB_MAX_ATTEMPTS}; requeued."
+    if job.transition(Status.QUEUED, frm=[frm], message=message, worker="", progress=0.0):
+        enqueue(job)
 
 
 class LeaseLost(Exception):
@@ -141,6 +172,9 @@ def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | None:
     while True:
         job.refresh_from_db(fields=["status"])
         if job.status != Status.WAITING:
+            return None
+        if _handing_back.is_set():
+            hand_back(job, Status.WAITING)
             return None
         now = time.monotonic()
         if problem or now - last_pass_on_check >= PASS_ON_CHECK_SECONDS:
@@ -228,11 +262,12 @@ def launch_or_fail(job: Job, devices: list[str]) -> subprocess.Popen | None:
 
 
 def job_environment() -> dict[str, str]:
-    """The worker's environment less anything that may hold a secret (the
-    secret key, database and Redis addresses with their passwords, tokens):
-    a job may run its owner's code, and needs none of them."""
+    """The worker's environment as far as ``JOB_ENVIRONMENT_NAMES`` and
+    ``_PREFIXES`` allow: a job may run its owner's code, and needs no secret
+    (the secret key, database and Redis addresses with their passwords,
+    cloud and API keys)."""
     return {name: value for name, value in os.environ.items()
-            if not any(marker in name.upper() for marker in SECRET_MARKERS)}
+            if name in JOB_ENVIRONMENT_NAMES or name.startswith(JOB_ENVIRONMENT_PREFIXES)}
 
 
 def supervise(job: Job, process: subprocess.Popen) -> tuple[int, str]:
@@ -264,6 +299,9 @@ def supervise(job: Job, process: subprocess.Popen) -> tuple[int, str]:
         if code is not None:
             mark_silent(job, None)
             return code, trouble
+        if not abort_sent and _handing_back.is_set():
+            process.send_signal(signal.SIGTERM)
+            abort_sent = True
         if not abort_sent and now - last_abort_check >= ABORT_POLL_SECONDS:
             last_abort_check = now
             trouble = (nodes.trouble(job) if nodes.count(job) > 1 else None) or ""
@@ -310,6 +348,8 @@ def finish(job: Job, code: int, trouble: str = "") -> None:
         job.transition(Status.ABORTED, frm=[Status.RUNNING], message="Aborted")
     elif job.restart_requested:
         restarted(job)
+    elif code != 0 and _handing_back.is_set():
+        hand_back(job, Status.RUNNING)
     elif code != 0 and (trouble := trouble or node_trouble(job)):
         job.transition(Status.FAILED, frm=[Status.RUNNING], message=trouble, error=trouble)
     elif code == 0:

@@ -10,12 +10,12 @@ import os
 import threading
 
 from celery import current_app
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import worker_ready, worker_shutdown, worker_shutting_down
 from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
-from . import hostload, leases, workerinfo
+from . import hostload, leases, runner, workerinfo
 from .devices import inventory
 from .models import Job, JobNode, Status, Worker
 from .reconcile import reconcile
@@ -31,6 +31,7 @@ _stop = threading.Event()
 def connect() -> None:
     worker_ready.connect(on_worker_ready)
     worker_shutdown.connect(on_worker_shutdown)
+    worker_shutting_down.connect(on_worker_shutting_down)
 
 
 def beat(info: WorkerInfo) -> None:
@@ -80,6 +81,12 @@ def on_worker_ready(**kwargs: object) -> None:
     close_old_connections()
     threading.Thread(target=_heartbeat_loop, args=(info,), name="heartbeat", daemon=True).start()
     log.info("worker %s on %s offers %s", info.id, info.host, [d["id"] for d in info.devices])
+
+
+def on_worker_shutting_down(**kwargs: object) -> None:
+    """SIGTERM (Celery's warm shutdown would wait for the jobs to end, hours
+    for a model) and SIGQUIT alike hand the running jobs back."""
+    runner.hand_back_jobs()
 
 
 def on_worker_shutdown(**kwargs: object) -> None:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import httpx
 
+from digitslike.launch import web_command
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -82,10 +84,9 @@ def start_worker(db_url: str, log_dir: Path, name: str = "worker", **env: str) -
 
 
 def start_web(db_url: str, port: int, log_dir: Path, **env: str) -> Service:
-    service = Service([sys.executable, "-m", "uvicorn", "digitslike.asgi:application", "--host", "127.0.0.1",
-                       "--port", str(port), "--log-level", "warning", "--lifespan", "off",
-                       "--timeout-graceful-shutdown", "1"],
-                      {"DATABASE_URL": db_url, **env}, log_dir / "web.log")
+    command = web_command("127.0.0.1", str(port), env.get("FORWARDED_ALLOW_IPS", ""), "--log-level", "warning",
+                          "--timeout-graceful-shutdown", "1")
+    service = Service(command, {"DATABASE_URL": db_url, **env}, log_dir / "web.log")
 
     wait_answers(service.process, f"http://127.0.0.1:{port}", service.output, timeout=30)
     return service

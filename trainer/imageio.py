@@ -30,8 +30,12 @@ class ImageError(Exception):
 
 
 def load_image(source: str | os.PathLike | bytes, channels: int, draft: tuple[int, int] | None = None,
-               resize_mode: str = "squash") -> Image.Image:
+               resize_mode: str = "squash", max_pixels: int | None = None) -> Image.Image:
     """Decode ``source`` (a path or bytes) into mode "L" (channels 1) or "RGB" (3).
+
+    ``max_pixels`` refuses a larger image from the size in its header, before
+    any pixel is decoded: a PNG of a few hundred KB may hold 81 megapixels,
+    seconds of decoding and hundreds of MB, yet below Pillow's bomb limit.
 
     ``draft`` (the target width and height of a later ``resize`` in
     ``resize_mode``) lets JPEG decoding skip detail that the resize would
@@ -42,11 +46,11 @@ def load_image(source: str | os.PathLike | bytes, channels: int, draft: tuple[in
         if isinstance(source, bytes | bytearray):
             if not source:
                 raise ImageError("empty file")
-            return _decode(io.BytesIO(source), channels, draft, resize_mode)
+            return _decode(io.BytesIO(source), channels, draft, resize_mode, max_pixels)
         if os.path.getsize(source) == 0:
             raise ImageError("empty file")
         with open(source, "rb") as handle:
-            return _decode(handle, channels, draft, resize_mode)
+            return _decode(handle, channels, draft, resize_mode, max_pixels)
     except ImageError:
         raise
     except Image.DecompressionBombError as exc:
@@ -61,12 +65,17 @@ def load_image(source: str | os.PathLike | bytes, channels: int, draft: tuple[in
         raise ImageError(f"truncated or corrupt image: {exc}") from None
 
 
-def _decode(handle, channels: int, draft: tuple[int, int] | None, resize_mode: str) -> Image.Image:
+def _decode(handle, channels: int, draft: tuple[int, int] | None, resize_mode: str,
+            max_pixels: int | None) -> Image.Image:
     with warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)
         try:
             with Image.open(handle, formats=ALLOWED_FORMATS) as image:
                 image.seek(0)  # the first frame of an animation
+                width, height = image.size
+                if max_pixels and width * height > max_pixels:
+                    raise ImageError(f"{width} × {height} is {width * height / 1e6:.1f} megapixels; "
+                                     f"at most {max_pixels / 1e6:.1f} megapixels are accepted")
                 if draft and image.format == "JPEG":
                     image.draft("L" if channels == 1 else "RGB", _draft_size(image, *draft, resize_mode))
                 image.load()

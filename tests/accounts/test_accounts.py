@@ -2,12 +2,15 @@
 
 import re
 
+import httpx
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
 from accounts.models import ApiToken
+from tests.processes import start_web
+from tests.redisserver import free_port
 
 PASSWORD = "a long enough passphrase"
 
@@ -123,3 +126,34 @@ def test_sign_in_attempts_are_limited_per_user_and_address(alice, settings):
     assert right.status_code == 429, "the right password does not help while locked out"
     other = Client().post("/login/", {"username": "bob", "password": "wrong"})
     assert other.status_code == 200, "another user name from the same address is not locked"
+
+
+def sign_in_over_http(client: httpx.Client, forwarded_for: str) -> int:
+    """A wrong sign-in to a real web server, its X-Forwarded-For set as a
+    client chooses."""
+    form = client.get("/login/").text
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
+    return client.post("/login/", data={"username": "alice", "password": "wrong", "csrfmiddlewaretoken": token},
+                       headers={"X-Forwarded-For": forwarded_for}).status_code
+
+
+def sign_in_statuses(db_url, log_dir, forwarded: list[str], **env: str) -> list[int]:
+    port = free_port()
+    web = start_web(db_url, port, log_dir, LOGIN_FAILURE_LIMIT="3", **env)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+            return [sign_in_over_http(client, address) for address in forwarded]
+    finally:
+        web.stop()
+
+
+def test_a_client_cannot_escape_the_lockout_by_naming_other_addresses(alice, db_url, log_dir):
+    rotated = [f"203.0.113.{n}" for n in range(5)]
+    assert sign_in_statuses(db_url, log_dir, rotated) == [200, 200, 429, 429, 429], \
+        "X-Forwarded-For from a peer not in FORWARDED_ALLOW_IPS is ignored"
+
+
+def test_behind_a_configured_proxy_each_client_is_counted_on_its_own(alice, db_url, log_dir):
+    addresses = ["203.0.113.1"] * 3 + ["203.0.113.2"]
+    statuses = sign_in_statuses(db_url, log_dir, addresses, FORWARDED_ALLOW_IPS="127.0.0.1")
+    assert statuses == [200, 200, 429, 200], "one client locked out does not lock out another behind the same proxy"

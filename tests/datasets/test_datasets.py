@@ -150,7 +150,7 @@ def test_folders_outside_the_roots_are_refused(client, roots, tmp_path):
     with pytest.raises(folders.OutsideRoots, match="is not a name a folder on this server can have"):
         folders.allowed("a\x00b")
     listing = client.get("/api/folders").json()
-    assert [f["path"] for f in listing["folders"]][0] == str(roots)
+    assert [f["path"] for f in listing["folders"]][0] == "imports", "a root by its label"
 
 
 @pytest.mark.parametrize("keep", [False, True])
@@ -338,3 +338,25 @@ def test_a_file_that_is_not_the_archive_it_claims_is_refused_at_upload(client, r
                                               "archive": upload})
     assert page.status_code == 400 and message in html.unescape(page.content.decode())
     assert not Job.objects.exists()
+
+
+def test_no_answer_names_the_data_folder_or_a_roots_path(client, roots, worker, settings):
+    """Users see a root by its label and paths below it relative to that:
+    refusals, the folder browser, the dataset's settings and manifest."""
+    class_folders(roots / "shapes", {"red": 2, "blue": 2})
+    server_paths = (str(settings.DATA_DIR), str(roots))
+    answers = [client.get("/api/folders?path=/etc").content, client.get("/api/folders").content,
+               client.get("/api/folders?path=imports/shapes").content,
+               create(client, source="folder", train_folder="/etc").content,
+               create(client, source="lists", train_list_path="/etc/passwd", labels_file_path="/etc/hosts").content]
+    for answer in answers:
+        assert not any(path in answer.decode() for path in server_paths), answer
+    listing = client.get("/api/folders?path=imports").json()
+    assert listing["path"] == "imports" and [f["path"] for f in listing["folders"]] == ["imports/shapes"]
+    response = create(client, source="folder", train_folder="imports/shapes", width=2, height=2, val_percent=0)
+    assert response.status_code == 201, response.json()
+    job = built(response.json()["id"])
+    assert job.params["source"]["train"] == str(roots / "shapes"), "the build reads the server's path"
+    shown = client.get(f"/api/datasets/{job.pk}").content.decode() + client.get(f"/api/jobs/{job.pk}").content.decode()
+    assert not any(path in shown for path in server_paths), shown
+    assert "imports/shapes" in shown

@@ -2,6 +2,7 @@
 checks what it promises: the five services, the GPU reservations, AOF, and
 volumes for the data folder and the databases."""
 
+import shlex
 from pathlib import Path
 
 import yaml
@@ -48,6 +49,12 @@ def test_web_and_worker_share_the_data_volume_and_postgres():
 def test_the_web_service_migrates_before_serving():
     command = SERVICES["web"]["command"]
     assert command.index("migrate") < command.index("uvicorn")
+
+
+def test_the_web_service_trusts_forwarded_headers_only_from_the_configured_proxies():
+    shell_command = shlex.split(SERVICES["web"]["command"])[-1]  # as Compose splits it for sh -c
+    assert shell_command.endswith('--forwarded-allow-ips "$$FORWARDED_ALLOW_IPS"')
+    assert SERVICES["web"]["environment"]["FORWARDED_ALLOW_IPS"] == "${FORWARDED_ALLOW_IPS:-}"
 
 
 def test_passwords_come_from_the_environment():

@@ -12,6 +12,7 @@ import io
 import json
 import shutil
 import struct
+import time
 import zlib
 from pathlib import Path
 
@@ -163,6 +164,21 @@ def enormous_png() -> bytes:
     """A few bytes that claim 100,000 × 100,000 pixels: a decompression bomb."""
     header = struct.pack(">IIBBBBB", 100_000, 100_000, 8, 0, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 1000)) + chunk(b"IEND", b"")
+
+
+def large_png(side: int) -> bytes:
+    """A real black grayscale PNG of side × side pixels, a few hundred KB for millions of pixels."""
+    header = struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0)
+    rows = zlib.compress(b"\0" * (side + 1) * side, 9)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", rows) + chunk(b"IEND", b"")
+
+
+def test_an_image_of_too_many_pixels_is_refused_before_it_is_decoded(lenet, alice, model_server):  # noqa: F811
+    image = large_png(9000)  # 81 megapixels, below Pillow's bomb limit; decoded it takes 2.8 s and 700 MB
+    started = time.monotonic()
+    message = refusal(upload(signed_in(alice), lenet, image), "image")
+    assert "81.0 megapixels" in message and "at most 40.0" in message
+    assert time.monotonic() - started < 2
 
 
 def truncated_png() -> bytes:

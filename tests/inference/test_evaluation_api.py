@@ -220,6 +220,7 @@ def test_the_new_evaluation_page_queues_a_folder_and_shows_field_errors(alice):
     fields = {"model": model.pk, "source": "folder", "top_n": 5, "device": "cpu"}
     bad = client.post("/evaluations/new/", {**fields, "folder": "/etc"})
     assert bad.status_code == 200 and b"not inside the folders" in bad.content
+    assert str(imports()).encode() not in bad.content, "the server's roots are not named"
     good = client.post("/evaluations/new/", {**fields, "folder": str(folder)})
     job = Job.objects.get(kind="evaluation")
     assert good["Location"] == f"/jobs/{job.pk}/"

@@ -1,10 +1,13 @@
 """What happens when the machinery fails under a running job: the worker is
 killed, or Redis restarts."""
 
+import os
 import shutil
+import signal
 import time
 
 import httpx
+import pytest
 
 from accounts.models import ApiToken
 from jobs.models import Status
@@ -153,3 +156,24 @@ def test_redis_lost_with_all_its_data_mid_job_the_job_finishes_and_no_slot_is_us
     assert seqs == sorted(set(seqs))
     finished = job.transitions.get(status=Status.DONE).at
     assert waiting.transitions.get(status=Status.RUNNING).at >= finished, "the one CPU slot was never held twice"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGQUIT, signal.SIGTERM])
+def test_stopping_a_worker_as_documented_hands_its_running_job_back(alice, worker_factory, signum):
+    leaving = worker_factory("leaving")
+    job = submit_sleep(alice, steps=150, step_seconds=0.1)
+    pid = child_pid(job)
+    started = time.monotonic()
+    os.kill(leaving.pid, signum)
+    leaving.process.wait(8)
+    assert time.monotonic() - started < 8, "it stops without waiting for the job to end"
+    assert leaving.process.returncode == 0, leaving.output()
+    assert "Unrecoverable error" not in leaving.output()
+    assert not alive(pid)
+    job.refresh_from_db()
+    assert job.status == Status.QUEUED, "handed back at once, with no other worker alive to notice"
+    handed_back = job.transitions.order_by("at").last().message
+    assert "Worker" in handed_back and "stopped during attempt 1 of 3; requeued" in handed_back
+
+    worker_factory("next")
+    assert wait_status(job, Status.DONE, timeout=120).status == Status.DONE

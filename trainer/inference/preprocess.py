@@ -20,6 +20,10 @@ from .errors import InferenceError
 from .model import Loaded
 
 MAX_IMAGE_BYTES = 64 * 2**20
+# The most pixels an image to classify (one, many, an evaluation's) may have,
+# read from its header before it is decoded; the model server answers one
+# request at a time, and one huge image would hold everyone's up.
+MAX_PIXELS = int(os.environ.get("CLASSIFY_MAX_PIXELS") or 40_000_000)
 FILL_SEED = 0  # the noise the "fill" and "half_crop" modes pad with: the same every time
 
 Source = str | os.PathLike | bytes
@@ -54,7 +58,7 @@ def decode(loaded: Loaded, source: Source) -> np.ndarray:
     height, width = loaded.image_size
     try:
         image = load_image(bytes(source) if isinstance(source, bytearray) else source, loaded.channels,
-                           draft=(width, height))
+                           draft=(width, height), max_pixels=MAX_PIXELS)
     except ImageError as exc:
         raise InferenceError(f"The file cannot be used as an image: {exc}.") from None
     pixels = resize(image, width, height, loaded.resize_mode, np.random.default_rng(FILL_SEED))

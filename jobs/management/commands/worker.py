@@ -2,7 +2,7 @@
 
 It consumes the ``gpu`` queue only where there are GPUs, and runs one
 thread per device slot plus a little slack (threads only supervise job
-processes; the work itself runs in those processes).
+processes; the work itself runs in those processes; see ``jobs.pool``).
 """
 
 import os
@@ -36,7 +36,10 @@ class Command(BaseCommand):
             self.stderr.write(ROOT_NOTE)
             # Celery's own twelve-line warning says the same, less usefully.
             warnings.filterwarnings("ignore", category=SecurityWarning)
+        # Celery's command line names only its own pools; one named in the
+        # configuration is used when the command line names none.
+        app.conf.worker_pool = "jobs.pool:TaskPool"
         app.worker_main([
-            "worker", "--pool", "threads", "--concurrency", str(threads), "--queues", ",".join(queues),
+            "worker", "--concurrency", str(threads), "--queues", ",".join(queues),
             "--loglevel", loglevel, "--without-gossip", "--without-mingle",
         ])

@@ -71,6 +71,7 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
         "job": job,
         "detail": serialize.job_detail(job),
         "can_change": job.can_change(request.user),
+        "retry": services.retried_by_clone(job) and not job.lost_dependencies,
         "log_lines": tail_lines(job.folder / jobfiles.LOG, LOG_TAIL_LINES),
         "since": since,
         # The status history from the database: a state recorded there whose

@@ -1,7 +1,9 @@
 """The process of the test-only ``sleep`` job kind: ``python -m tests.sleeper config.json``.
 
 Config: ``steps`` (count), ``step_seconds``, and ``exit_code`` (to fail on
-purpose, after writing an ``error`` event); ``ignore_term`` makes it ignore
+purpose, after writing an ``error`` event), ``crash`` (to fail as an
+unexpected error does: a traceback through this file and the standard
+library, and no ``error`` event); ``ignore_term`` makes it ignore
 SIGTERM so tests can check the SIGKILL after the grace period. Its
 ``started`` event carries its pid and the names in its environment.
 """
@@ -27,6 +29,8 @@ def main(config_path: str) -> int:
         time.sleep(float(config.get("step_seconds", 0.1)))
         print(f"step {step} of {steps}", flush=True)
         events.append(job_dir, "progress", {"progress": step / steps, "step": step})
+    if config.get("crash"):
+        json.loads("{not json")
     code = int(config.get("exit_code", 0))
     if code:
         events.append(job_dir, "error", {"message": f"failed on purpose with code {code}"})

@@ -613,8 +613,12 @@ def _describe_failure(exc: BaseException, config: dict[str, Any], job_dir: Path)
     if isinstance(exc, torch.OutOfMemoryError):
         return (f"The GPU ran out of memory with a batch size of {config.get('batch_size')}: "
                 "try a smaller batch size (or mixed precision).")
-    lines = traceback.format_exception(exc)
-    return "Training failed: " + "".join(lines[-6:]).strip()
+    # An error nobody foresaw: its traceback goes to the log, where the job
+    # page shows it, and the job's error is one sentence naming it.
+    traceback.print_exception(exc, file=sys.stderr)
+    said = " ".join(str(exc).split())[:300]
+    return (f"Training failed on an unexpected error ({type(exc).__name__}: {said}); retry it, "
+            "and if it fails the same way again, its log shows where.")
 
 
 def report_failure(job_dir: Path, message: str, own: bool, earlier: events.Reader) -> None:

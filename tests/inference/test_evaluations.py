@@ -146,6 +146,8 @@ def test_archives_and_a_deleted_model(alice, worker_factory, tmp_path):
     no_images = wait_status(no_images, Status.DONE, Status.FAILED, timeout=TIMEOUT)
     assert no_images.status == Status.FAILED
     assert "None of the 1 file(s) could be used as an image" in no_images.error
+    page = client.get(f"/jobs/{no_images.pk}/").content.decode()
+    assert "The report appears when the evaluation is done" not in page and 'id="retry"' in page
     assert not (no_images.folder / OUTPUT).exists()
     wait_status(doomed, Status.DONE, timeout=TIMEOUT)
 

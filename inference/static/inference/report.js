@@ -4,7 +4,7 @@
 // It loads when the evaluation's result event arrives (the page's stream
 // replays it for a finished one).
 import { plot } from "../js/charts.js";
-import { el, pct } from "../js/format.js";
+import { el, isTerminal, pct } from "../js/format.js";
 import { api, on } from "../js/live.js";
 
 const data = JSON.parse(document.getElementById("evaluation-data").textContent);
@@ -44,7 +44,7 @@ function showSummary() {
     ["With a label", report.labelled], ["Unreadable", report.unreadable], ["Snapshot", report.snapshot]];
   $("evaluation-summary").replaceChildren(...items.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   $("evaluation-warnings").textContent = (report.warnings || []).join(" ");
-  $("evaluation-waiting").hidden = true;
+  $("evaluation-waiting")?.remove();
   $("evaluation-report").hidden = false;
 }
 
@@ -154,4 +154,6 @@ async function load() {
 }
 
 on("result", load);
+// A failed or aborted evaluation has no report to wait for.
+on("status", (event) => { if (isTerminal(event.data.status) && event.data.status !== "done") $("evaluation-waiting")?.remove(); });
 if (data.done) load();

@@ -3,7 +3,6 @@ the page and the API."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.http import QueryDict
 
-from jobs import services
+from jobs import services, uploadfiles
 from jobs.forms import JobFieldsForm
 from jobs.models import Job
 from trainer.imageio import RESIZE_MODES
@@ -145,12 +144,7 @@ class DatasetForm(JobFieldsForm):
             folder.mkdir(parents=True)
             for field, upload in uploads.items():
                 target = folder / f"{field}{''.join(Path(upload.name).suffixes)[-16:]}"
-                if hasattr(upload, "temporary_file_path"):
-                    shutil.move(upload.temporary_file_path(), target)
-                else:
-                    with open(target, "wb") as out:
-                        for chunk in upload.chunks():
-                            out.write(chunk)
+                uploadfiles.keep(upload, target)
                 key = "path" if field == "archive" else field.removesuffix("_list").removesuffix("_file")
                 job.params["source"][key] = str(target)
             Job.objects.filter(pk=job.pk).update(params=job.params)

@@ -10,7 +10,23 @@ from jobs.kinds import SettingsGroup, without
 from jobs.models import Job
 
 # The params the build needs that are the server's business, not the user's.
-public_params = without("roots", "archive_limits")
+_public = without("roots", "archive_limits")
+
+
+def public_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The params users see: an uploaded archive named by the user's own
+    file name only, not where the server keeps it."""
+    shown = _public(params)
+    source = shown.get("source")
+    if isinstance(source, dict) and source.get("type") == "archive":
+        shown["source"] = {key: value for key, value in source.items() if key != "path"}
+    return shown
+
+
+def public_manifest(info: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A built dataset's manifest as the API gives it: the options it was
+    built with as ``public_params`` shows them."""
+    return info and {**info, "options": public_params(info.get("options", {}))}
 
 
 def _text(value: Any) -> str:

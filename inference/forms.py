@@ -4,7 +4,6 @@ request that cannot work is refused before anything is created."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 
 from datasets.folders import OutsideRoots, allowed, roots
+from jobs import uploadfiles
 from jobs.forms import DevicesField, JobFieldsForm
 from jobs.models import Job
 from trainer.archives import ArchiveError, archive_kind
@@ -142,12 +142,8 @@ class EvaluationForm(JobFieldsForm, DevicesField):
             target.parent.mkdir(parents=True)
             if source["type"] == "list":
                 target.write_text(data["list_text"], encoding="utf-8", errors="surrogateescape")
-            elif hasattr(data["archive"], "temporary_file_path"):
-                shutil.move(data["archive"].temporary_file_path(), target)
             else:
-                with open(target, "wb") as out:
-                    for chunk in data["archive"].chunks():
-                        out.write(chunk)
+                uploadfiles.keep(data["archive"], target)
             job.params["source"]["path"] = str(target)
             Job.objects.filter(pk=job.pk).update(params=job.params)
 

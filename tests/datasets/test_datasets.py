@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import io
 import json
+import stat
 
 import numpy as np
 import pytest
+from django.conf import settings as conf
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from PIL import Image
@@ -170,6 +172,12 @@ def test_an_uploaded_archive_with_train_and_test_folders(client, roots, worker, 
     assert [p.name for p in (job.folder / "upload").iterdir()] == (["archive.tar.gz"] if keep else [])
     assert not (job.folder / "dataset" / "extracted").exists()
     assert ("Archive kept", "yes" if keep else "no") in dict(kinds.settings_table(job))["Source"]
+    detail = client.get(f"/api/datasets/{job.pk}").json()
+    assert str(conf.DATA_DIR) not in json.dumps(detail) and "path" not in detail["params"]["source"]
+    assert detail["manifest"]["options"]["source"] == {"type": "archive", "name": "upload.tar.gz"}
+    modes = {p.relative_to(job.folder).as_posix(): oct(stat.S_IMODE(p.stat().st_mode))
+             for p in job.folder.rglob("*") if p.is_file()}
+    assert set(modes.values()) <= {"0o644", "0o640"}, modes
 
     cloned = client.post(f"/api/jobs/{job.pk}/clone")
     if not keep:

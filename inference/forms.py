@@ -50,6 +50,11 @@ class EvaluationForm(JobFieldsForm, DevicesField):
     top_n = forms.IntegerField(min_value=1, max_value=100, initial=services.TOP_N, label="Top-N",
                                help_text="Images per class in the Top-N lists.")
 
+    # What to classify comes first and the device last (the base forms'
+    # fields would come first, the device before all on a machine without GPUs).
+    field_order = ["model", "snapshot", "source", "split", "list_text", "list_file", "prefix", "folder", "archive",
+                   "top_n", "name", "group", "notes"]
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         try:

@@ -40,7 +40,9 @@ async function gallery(target, indices) {
 }
 
 function showSummary() {
-  const items = [["Top-1", pct(report.top1)], ["Top-5", pct(report.top5)], ["Images", report.count],
+  // The server leaves top-5 out where it says nothing (five classes or fewer).
+  const top5 = report.top5 === undefined ? [] : [["Top-5", pct(report.top5)]];
+  const items = [["Top-1", pct(report.top1)], ...top5, ["Images", report.count],
     ["With a label", report.labelled], ["Unreadable", report.unreadable], ["Snapshot", report.snapshot]];
   $("evaluation-summary").replaceChildren(...items.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   $("evaluation-warnings").textContent = (report.warnings || []).join(" ");

@@ -64,7 +64,8 @@ class DatasetForm(JobFieldsForm):
     max_per_class = _optional_int("Maximum samples per class", minimum=1)
     encoding = forms.ChoiceField(choices=[("png", "PNG (lossless)"), ("jpeg", "JPEG (lossy)"), ("none", "None (raw pixels)")],
                                  initial="png", label="Image encoding")
-    quality = forms.IntegerField(min_value=1, max_value=100, initial=90, label="JPEG quality")
+    quality = forms.IntegerField(min_value=1, max_value=100, initial=90, label="JPEG quality",
+                                 help_text="Used only with JPEG encoding.")
     seed = forms.IntegerField(initial=1, label="Random seed", help_text="For the split and the fill noise.")
     mean = forms.BooleanField(required=False, initial=True, label="Compute the mean image")
 

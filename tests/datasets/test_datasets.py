@@ -77,6 +77,24 @@ def test_a_server_folder_becomes_a_split_packed_dataset(client, roots, worker):
     for name, entry in info["files"].items():
         assert (folder / name).stat().st_size == entry["bytes"]
     assert not (job.folder / "dataset.partial").exists()
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "JPEG quality" not in page and "<td>Quality</td>" not in page, "raw pixels have no JPEG quality"
+    assert "<td>Validation %</td><td>25</td>" in page
+
+
+def test_the_settings_show_only_the_options_that_applied(client, roots):
+    class_folders(roots / "train", {"red": 2, "blue": 2})
+    class_folders(roots / "val", {"red": 1, "blue": 1})
+    separate = create(client, source="folder", train_folder=str(roots / "train"), val_folder=str(roots / "val"),
+                      encoding="png", quality=90, val_percent=25, test_percent=10)
+    assert separate.status_code == 201, separate.json()
+    rows = {label for _, group in kinds.settings_table(Job.objects.get(pk=separate.json()["id"])) for label, _ in group}
+    assert "Test %" in rows and "Validation %" not in rows and "Quality" not in rows, rows
+    lists = create(client, source="lists", train_list_path=str(roots / "missing.txt"), encoding="jpeg")
+    assert lists.status_code == 400
+    jpeg = create(client, source="folder", train_folder=str(roots / "train"), encoding="jpeg", quality=80)
+    rows = dict(row for _, group in kinds.settings_table(Job.objects.get(pk=jpeg.json()["id"])) for row in group)
+    assert rows["Quality"] == "80" and rows["Validation %"] == "25"
 
 
 def test_png_and_jpeg_stores_read_back(client, roots, worker):

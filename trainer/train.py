@@ -294,6 +294,9 @@ class Run:
             torch.cuda.set_rng_state(state["rng_cuda"], self.device)
         p = self.progress
         self.emit(eventkinds.RESUME, eventkinds.resume(p.step, self.epoch_float(p.epoch, p.batch)))
+        # The bar shows where the run resumed, not where the last run reached or 0.
+        self.emit(eventkinds.PROGRESS, {"progress": min(p.step / self.total_steps, 1.0),
+                                        "epoch": self.epoch_float(p.epoch, p.batch)})
         self.log(f"resumed at epoch {p.epoch}, batch {p.batch} (step {p.step})")
 
     # -- reporting -----------------------------------------------------------

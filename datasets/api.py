@@ -13,6 +13,7 @@ from jobs.jobpaths import in_job_words
 from . import store, uploads
 from .folders import OutsideRoots, listing
 from .forms import DatasetForm, defaults, sent_field_errors
+from .shown import public_manifest
 
 
 def _form(request: HttpRequest) -> DatasetForm:
@@ -48,7 +49,7 @@ def create(request: HttpRequest) -> JsonResponse:
 @api("GET")
 def dataset(request: HttpRequest, job_id: int) -> JsonResponse:
     job = store.job_or_404(job_id)
-    return JsonResponse({**serialize.job_detail(job), "manifest": in_job_words(store.manifest(job)),
+    return JsonResponse({**serialize.job_detail(job), "manifest": in_job_words(public_manifest(store.manifest(job))),
                          "used_by": [m.pk for m in store.models_using(job)]})
 
 

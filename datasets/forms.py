@@ -3,7 +3,6 @@ the page and the API."""
 
 from __future__ import annotations
 
-import shutil
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 from django.http import QueryDict
 
-from jobs import services
+from jobs import services, uploadfiles
 from jobs.forms import JobFieldsForm
 from jobs.models import Job
 from trainer.archives import ArchiveError, refuse_unless_archive_start
@@ -67,7 +66,8 @@ class DatasetForm(JobFieldsForm):
     max_per_class = _optional_int("Maximum samples per class", minimum=1)
     encoding = forms.ChoiceField(choices=[("png", "PNG (lossless)"), ("jpeg", "JPEG (lossy)"), ("none", "None (raw pixels)")],
                                  initial="png", label="Image encoding")
-    quality = forms.IntegerField(min_value=1, max_value=100, initial=90, label="JPEG quality")
+    quality = forms.IntegerField(min_value=1, max_value=100, initial=90, label="JPEG quality",
+                                 help_text="Used only with JPEG encoding.")
     seed = forms.IntegerField(initial=1, label="Random seed", help_text="For the split and the fill noise.")
     mean = forms.BooleanField(required=False, initial=True, label="Compute the mean image")
 
@@ -159,12 +159,7 @@ class DatasetForm(JobFieldsForm):
             folder.mkdir(parents=True)
             for field, upload in uploads.items():
                 target = folder / f"{field}{''.join(Path(upload.name).suffixes)[-16:]}"
-                if hasattr(upload, "temporary_file_path"):
-                    shutil.move(upload.temporary_file_path(), target)
-                else:
-                    with open(target, "wb") as out:
-                        for chunk in upload.chunks():
-                            out.write(chunk)
+                uploadfiles.keep(upload, target)
                 key = "path" if field == "archive" else field.removesuffix("_list").removesuffix("_file")
                 job.params["source"][key] = str(target)
             Job.objects.filter(pk=job.pk).update(params=job.params)

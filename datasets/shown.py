@@ -10,15 +10,49 @@ from jobs.kinds import SettingsGroup, without
 from jobs.models import Job
 
 # The params the build needs that are the server's business, not the user's.
-public_params = without("roots", "archive_limits")
+_public = without("roots", "archive_limits")
+
+
+def public_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The params users see: an uploaded archive named by the user's own
+    file name only, not where the server keeps it."""
+    shown = _public(params)
+    source = shown.get("source")
+    if isinstance(source, dict) and source.get("type") == "archive":
+        shown["source"] = {key: value for key, value in source.items() if key != "path"}
+    return shown
+
+
+def public_manifest(info: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A built dataset's manifest as the API gives it: the options it was
+    built with as ``public_params`` shows them."""
+    return info and {**info, "options": public_params(info.get("options", {}))}
+
+
+def applied(params: dict[str, Any]) -> dict[str, Any]:
+    """The options that had a say in the build: a JPEG quality only for
+    JPEG; a split's percentage only when no separate folder or list gave the
+    split (a folder source names its own; lists of validation or test images
+    replace both percentages); a separate folder's per-class limits only
+    with that folder. The archive's own folders are not known here."""
+    source = params.get("source") or {}
+    left_out = set() if params.get("encoding") == "jpeg" else {"quality"}
+    if source.get("type") == "folder":
+        for split in ("val", "test"):
+            left_out |= {f"{split}_percent"} if source.get(split) else {f"{split}_min_per_class", f"{split}_max_per_class"}
+    elif source.get("type") == "lists" and (source.get("val") or source.get("test")):
+        left_out |= {"val_percent", "test_percent"}
+    return {key: value for key, value in params.items() if key not in left_out}
 
 
 def _text(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"  # 25, not 25.0
     return "—" if value in (None, "", []) else str(value)
 
 
 def settings_table(job: Job) -> list[SettingsGroup]:
-    p = public_params(job.params)
+    p = applied(public_params(job.params))
     source = p.get("source") or {}
     kind = source.get("type")
     if kind == "archive":
@@ -32,9 +66,14 @@ def settings_table(job: Job) -> list[SettingsGroup]:
         ("Images", [("Size", f"{p.get('width')}×{p.get('height')}"),
                     ("Colour", "grayscale" if p.get("channels") == 1 else "colour"),
                     ("Resize", _text(p.get("resize_mode")))]),
-        ("Split", [("Validation %", _text(p.get("val_percent"))), ("Test %", _text(p.get("test_percent"))),
+        ("Split", [*_rows(p, ("Validation %", "val_percent"), ("Test %", "test_percent")),
                    ("Images per class", f"{_text(p.get('min_per_class'))} to {_text(p.get('max_per_class'))}"),
                    ("Seed", _text(p.get("seed")))]),
-        ("Storage", [("Encoding", _text(p.get("encoding"))), ("Quality", _text(p.get("quality"))),
+        ("Storage", [("Encoding", _text(p.get("encoding"))), *_rows(p, ("Quality", "quality")),
                      ("Mean image", "yes" if p.get("mean") else "no")]),
     ]
+
+
+def _rows(params: dict[str, Any], *labelled: tuple[str, str]) -> list[tuple[str, str]]:
+    """A row for each of the labelled params that applied (``applied`` keeps it)."""
+    return [(label, _text(params[key])) for label, key in labelled if key in params]

@@ -24,7 +24,7 @@ from trainer.imageio import ImageError, load_image, resize
 from . import sample, store, uploads
 from .folders import OutsideRoots, allowed, first_file
 from .forms import DatasetForm, sent_field_errors
-from .shown import public_params
+from .shown import applied, public_params
 
 PAGE_SIZES = (25, 50, 100, 200)
 SKIPPED_SHOWN = 500
@@ -110,7 +110,7 @@ def page_context(job: Job) -> dict[str, Any]:
             "skipped_more": max(0, len(report) - SKIPPED_SHOWN),
             "counts": {s: info["splits"][s]["count"] for s in store.SPLITS},
             "chart": chart_data(info),
-            "option_rows": option_rows(public_params(info["options"])),
+            "option_rows": option_rows(applied(public_params(info["options"]))),
         })
     return context
 

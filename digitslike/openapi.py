@@ -121,11 +121,13 @@ def form_properties(form_class: type[forms.Form]) -> dict[str, Any]:
 _POLICY_FIELDS = form_properties(ScheduleForm)
 NEW_MODEL: dict[str, Any] = {"type": "object", "required": ["name", "dataset"],
                              "properties": {**form_properties(NewModelForm), **_JSON_ONLY}}
+FEW_STEPS = {"type": "string", "description": "Only when the (first) run takes fewer than 100 steps: says so, "
+                                            "with a batch size and a number of epochs that make 100"}
 LR_PREVIEW = {"type": "object", "properties": {
     "points": {"type": "array", "items": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "number"}]},
                "description": "[step, learning rate]"},
     "effective_lr": {"type": "number"}, "total_steps": {"type": "integer"}, "description": {"type": "string"},
-    "world_size": {"type": "integer"}, "warmup_percent": {"type": "number"}}}
+    "world_size": {"type": "integer"}, "warmup_percent": {"type": "number"}, "warning": FEW_STEPS}}
 
 
 # Evaluations (the inference app): evaluate a model, classify many, reports, Compare.
@@ -407,7 +409,7 @@ SCHEMA: dict[str, Any] = {
         "/api/models": {"post": _op(
             "Create a model: the New model form's fields; several learning rates or batch sizes make one job "
             "each, in one group", {"201": _json({"type": "object", "properties": {
-                "jobs": {"type": "array", "items": _ref("Job")}}}, "Created and queued")},
+                "jobs": {"type": "array", "items": _ref("Job")}, "warning": FEW_STEPS}}, "Created and queued")},
             ("400", "401"), requestBody=_body(NEW_MODEL))},
         "/api/lr-preview": {"post": _op(
             "The learning rate at each step for these settings (the New model form's preview)",

@@ -4,7 +4,6 @@ request that cannot work is refused before anything is created."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 
 from datasets.folders import OutsideRoots, allowed, roots
+from jobs import uploadfiles
 from jobs.forms import DevicesField, JobFieldsForm
 from jobs.models import Job
 from trainer.archives import ArchiveError, archive_kind
@@ -49,6 +49,11 @@ class EvaluationForm(JobFieldsForm, DevicesField):
     archive = forms.FileField(required=False, help_text="Subfolders named after classes give the labels.")
     top_n = forms.IntegerField(min_value=1, max_value=100, initial=services.TOP_N, label="Top-N",
                                help_text="Images per class in the Top-N lists.")
+
+    # What to classify comes first and the device last (the base forms'
+    # fields would come first, the device before all on a machine without GPUs).
+    field_order = ["model", "snapshot", "source", "split", "list_text", "list_file", "prefix", "folder", "archive",
+                   "top_n", "name", "group", "notes"]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -142,12 +147,8 @@ class EvaluationForm(JobFieldsForm, DevicesField):
             target.parent.mkdir(parents=True)
             if source["type"] == "list":
                 target.write_text(data["list_text"], encoding="utf-8", errors="surrogateescape")
-            elif hasattr(data["archive"], "temporary_file_path"):
-                shutil.move(data["archive"].temporary_file_path(), target)
             else:
-                with open(target, "wb") as out:
-                    for chunk in data["archive"].chunks():
-                        out.write(chunk)
+                uploadfiles.keep(data["archive"], target)
             job.params["source"]["path"] = str(target)
             Job.objects.filter(pk=job.pk).update(params=job.params)
 

@@ -20,6 +20,8 @@ from trainer.evaluation_files import IMAGES, OUTPUT, REPORT, RESULTS
 
 OUTCOMES = ("correct", "wrong", "unlabelled", "unreadable")
 MAX_PAGE_SIZE = 500
+# With this many classes or fewer top-5 accuracy is always 100% (see ``report``).
+TOP5_CLASSES = 5
 
 
 class BadQuery(Exception):
@@ -47,7 +49,13 @@ def _read(path: Path) -> Any:
 
 
 def report(job: Job) -> dict[str, Any] | None:
-    return _read(folder(job) / REPORT)
+    """The job's report, without top-5 where it says nothing: with five
+    classes or fewer it is always 100%, and the report leaves it out then,
+    as the training charts do (``showTop5`` in the training page's script)."""
+    found = _read(folder(job) / REPORT)
+    if found is None or len(found.get("classes", [])) > TOP5_CLASSES:
+        return found
+    return {key: value for key, value in found.items() if key != "top5"}
 
 
 def rows(job: Job) -> list[dict[str, Any]]:
@@ -60,7 +68,7 @@ def summary(job: Job) -> dict[str, Any]:
     found = report(job)
     if not found:
         return {}
-    return {key: found[key] for key in ("top1", "top5", "count", "labelled", "snapshot")}
+    return {key: found[key] for key in ("top1", "top5", "count", "labelled", "snapshot") if key in found}
 
 
 def outcome(row: dict[str, Any]) -> str:

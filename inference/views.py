@@ -118,4 +118,4 @@ def page_context(job: Job) -> dict[str, Any]:
 def summary_extra(job: Job) -> dict[str, Any]:
     """A finished evaluation's accuracies in the job lists (``JobKind.summary_extra``)."""
     found = results.summary(job)
-    return {"top1": found.get("top1"), "top5": found.get("top5")} if found else {}
+    return {key: found[key] for key in ("top1", "top5") if key in found}

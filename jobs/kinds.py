@@ -41,6 +41,12 @@ class Category:
     # The text of a link from each group of this tab to the group's page
     # (empty: no link).
     group_link: str = ""
+    # The kinds the tab's count counts (empty: all it lists): the Models tab
+    # lists a model's exports with it, but counts models.
+    counted: tuple[str, ...] = ()
+
+    def counts(self, kind: str) -> bool:
+        return not self.counted or kind in self.counted
 
 
 SettingsGroup = tuple[str, list[tuple[str, str]]]

@@ -1,4 +1,5 @@
-"""Reading a job's ``log.txt``: new lines as they come, or the last few."""
+"""Reading a job's ``log.txt``: new lines as they come, or the last few,
+as users see them (``shownpaths``: no server paths)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 
 from trainer.linetail import LineTail
 
+from .shownpaths import shown
+
 TAIL_BYTES = 64 * 1024
 
 
@@ -14,7 +17,7 @@ class LogTail(LineTail):
     """The complete lines a log file gained since the last read, as text."""
 
     def read_lines(self) -> list[str]:
-        return self.read().decode("utf-8", "replace").splitlines()
+        return shown(self.read().decode("utf-8", "replace"), self.path.parent).splitlines()
 
 
 def tail_lines(path: Path, count: int) -> list[str]:
@@ -26,7 +29,7 @@ def tail_lines(path: Path, count: int) -> list[str]:
             block = handle.read()
     except FileNotFoundError:
         return []
-    lines = block.decode("utf-8", "replace").splitlines()
+    lines = shown(block.decode("utf-8", "replace"), path.parent).splitlines()
     if size > TAIL_BYTES:
         lines = lines[1:]  # the first line read is probably cut
     return lines[-count:]

@@ -12,6 +12,7 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
+from . import kinds
 from .models import Job, JobNode, Status, Worker
 from .queue import enqueue, job_ids_in_broker
 
@@ -43,12 +44,21 @@ def recover(job: Job) -> None:
         job.transition(Status.ABORTED, frm, f"Aborted; {who.lower()} had stopped responding", expect=expect)
     elif job.attempt < settings.JOB_MAX_ATTEMPTS:
         message = f"{who} stopped responding during attempt {job.attempt} of {settings.JOB_MAX_ATTEMPTS}; requeued."
-        if job.transition(Status.QUEUED, frm, message, expect=expect, worker="", progress=0.0):
+        if job.transition(Status.QUEUED, frm, message, expect=expect, worker="", progress=requeued_progress(job)):
             enqueue(job)
     else:
         message = (f"{who} stopped responding during attempt {job.attempt}; "
                    f"giving up after {settings.JOB_MAX_ATTEMPTS} attempts.")
         job.transition(Status.FAILED, frm, message, expect=expect, error=message)
+
+
+def requeued_progress(job: Job) -> float:
+    """Where a requeued job's bar stands: a kind that resumes, and whose run
+    left its resume file, carries on from there, so it keeps the progress
+    its last progress event gave (its next run says exactly where it
+    resumed); any other job starts again at 0."""
+    kind = kinds.find(job.kind)
+    return job.progress if kind and kind.resume_file and (job.folder / kind.resume_file).is_file() else 0.0
 
 
 def lost_node(node: JobNode) -> None:

@@ -34,6 +34,7 @@ from .events import publish
 from .logfile import LogTail, tail_lines
 from .models import Job, Status
 from .queue import enqueue
+from .shownpaths import shown
 from .watchdog import Watchdog
 from .workerinfo import WorkerInfo
 
@@ -64,6 +65,10 @@ JOB_ENVIRONMENT_NAMES = frozenset({
 })
 JOB_ENVIRONMENT_PREFIXES = ("LC_", "CUDA_", "NCCL_", "GLOO_", "OMP_", "MKL_", "OPENBLAS_", "NVIDIA_", "TORCH_",
                             "PYTORCH_", "TRITON_")
+# The log lines searched for a traceback, and the most of its exception's
+# message that a failure's sentence quotes.
+TRACEBACK_LINES = 200
+MAX_ERROR_CHARS = 300
 
 
 def run_job(job_id: int, worker: WorkerInfo) -> None:
@@ -420,12 +425,16 @@ def _signal_name(signum: int) -> str:
 
 def failure_message(job: Job, code: int) -> str:
     """The job's own error event if it wrote one; else, when the disk is all
-    but full, that (its error could not be written); else its exit code and
-    last log lines."""
+    but full, that (its error could not be written); else one sentence with
+    the exception its log ends with, if any: the traceback stays in the log,
+    where the page shows it. No server paths either way."""
     errors = [e for e in eventseek.tail(job.folder, FAILURE_EVENTS) if e["kind"] == "error"]
     if errors:
-        return str(errors[-1]["data"]["message"])
+        return shown(str(errors[-1]["data"]["message"]), job.folder)
     if diskspace.is_nearly_full(job.folder):
         return diskspace.full_message(job.folder)
-    tail = tail_lines(job.folder / jobfiles.LOG, 10)
-    return f"The job's process exited with code {code}." + ("\n" + "\n".join(tail) if tail else "")
+    tail = tail_lines(job.folder / jobfiles.LOG, TRACEBACK_LINES)
+    if any(line.startswith("Traceback") for line in tail) and (last := tail[-1].strip()):
+        return (f"The job failed on an unexpected error ({last[:MAX_ERROR_CHARS]}); retry it, "
+                "and if it fails the same way again, its log shows where.")
+    return f"The job's process exited with code {code}; its log shows why."

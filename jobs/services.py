@@ -95,6 +95,13 @@ def resumable(job: Job) -> bool:
     return bool(resume_file and job.status in (Status.ABORTED, Status.FAILED) and (job.folder / resume_file).is_file())
 
 
+def retried_by_clone(job: Job) -> bool:
+    """Whether the job page's Retry (shown once the job failed) runs it again
+    as a clone: for a kind that cannot resume, or a failed run that left
+    nothing to resume from. A kind that resumes offers its own Resume."""
+    return not _resume_file(job) or (job.status == Status.FAILED and not resumable(job))
+
+
 def resume(job: Job, user: User) -> Job:
     """Queue an aborted or failed job again, of a kind whose run carries on
     from the file it left (its ``resume_file``: the run resumes from it on start)."""

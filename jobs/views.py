@@ -36,10 +36,15 @@ def _stream_position() -> str | None:
 
 
 def _tabs() -> list[dict]:
-    """One tab per registered category, in order, with the jobs of its kinds."""
-    return [{"id": category.name, "label": category.label, "group_link": category.group_link,
-             "jobs": [serialize.job_summary(job) for job in services.filtered_jobs({"category": category.name})]}
-            for category in kinds.categories()]
+    """One tab per registered category, in order, with the jobs of its kinds
+    and the count of those it counts."""
+    tabs = []
+    for category in kinds.categories():
+        jobs = [serialize.job_summary(job) for job in services.filtered_jobs({"category": category.name})]
+        tabs.append({"id": category.name, "label": category.label, "group_link": category.group_link,
+                     "counted": list(category.counted), "jobs": jobs,
+                     "count": sum(category.counts(job["kind"]) for job in jobs)})
+    return tabs
 
 
 def _new_pages() -> list[dict]:
@@ -71,6 +76,7 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
         "job": job,
         "detail": serialize.job_detail(job),
         "can_change": job.can_change(request.user),
+        "retry": services.retried_by_clone(job) and not job.lost_dependencies,
         "log_lines": tail_lines(job.folder / jobfiles.LOG, LOG_TAIL_LINES),
         "since": since,
         # The status history from the database: a state recorded there whose

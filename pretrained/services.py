@@ -4,7 +4,6 @@ training app's (``training.services.pretrained_models``)."""
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -12,7 +11,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db.models import QuerySet
 
 from inference.snapshots import snapshot_file, stem
-from jobs import services
+from jobs import services, uploadfiles
 from jobs.models import Job
 from trainer import jobfiles
 from training.services import PRETRAINED_KIND, RUN_CODE
@@ -37,12 +36,7 @@ def from_upload(owner: User, name: str, upload: UploadedFile, network: str, grou
     def store(job: Job) -> None:
         target = job.folder / jobfiles.PRETRAINED_UPLOAD
         target.parent.mkdir(parents=True)
-        if hasattr(upload, "temporary_file_path"):
-            shutil.move(upload.temporary_file_path(), target)
-        else:
-            with open(target, "wb") as out:
-                for chunk in upload.chunks():
-                    out.write(chunk)
+        uploadfiles.keep(upload, target)
         job.params["source"]["path"] = str(target)
         Job.objects.filter(pk=job.pk).update(params=job.params)
 

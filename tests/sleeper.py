@@ -1,7 +1,9 @@
 """The process of the test-only ``sleep`` job kind: ``python -m tests.sleeper config.json``.
 
 Config: ``steps`` (count), ``step_seconds``, and ``exit_code`` (to fail on
-purpose, after writing an ``error`` event); ``ignore_term`` makes it ignore
+purpose, after writing an ``error`` event), ``crash`` (to fail as an
+unexpected error does: a traceback through this file and the standard
+library, and no ``error`` event); ``ignore_term`` makes it ignore
 SIGTERM so tests can check the SIGKILL after the grace period;
 ``hang_after`` makes its first run stop saying anything after that many
 steps (a stuck process), until it is killed. Its ``started`` event carries
@@ -32,6 +34,8 @@ def main(config_path: str) -> int:
         if step == config.get("hang_after") and not (job_dir / "hung").exists():
             (job_dir / "hung").touch()
             time.sleep(3600)
+    if config.get("crash"):
+        json.loads("{not json")
     code = int(config.get("exit_code", 0))
     if code:
         events.append(job_dir, "error", {"message": f"failed on purpose with code {code}"})

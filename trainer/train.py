@@ -295,6 +295,9 @@ class Run:
             torch.cuda.set_rng_state(state["rng_cuda"], self.device)
         p = self.progress
         self.emit(eventkinds.RESUME, eventkinds.resume(p.step, self.epoch_float(p.epoch, p.batch)))
+        # The bar shows where the run resumed, not where the last run reached or 0.
+        self.emit(eventkinds.PROGRESS, {"progress": min(p.step / self.total_steps, 1.0),
+                                        "epoch": self.epoch_float(p.epoch, p.batch)})
         self.log(f"resumed at epoch {p.epoch}, batch {p.batch} (step {p.step})")
 
     # -- reporting -----------------------------------------------------------
@@ -614,8 +617,12 @@ def _describe_failure(exc: BaseException, config: dict[str, Any], job_dir: Path)
     if isinstance(exc, torch.OutOfMemoryError):
         return (f"The GPU ran out of memory with a batch size of {config.get('batch_size')}: "
                 "try a smaller batch size (or mixed precision).")
-    lines = traceback.format_exception(exc)
-    return "Training failed: " + "".join(lines[-6:]).strip()
+    # An error nobody foresaw: its traceback goes to the log, where the job
+    # page shows it, and the job's error is one sentence naming it.
+    traceback.print_exception(exc, file=sys.stderr)
+    said = " ".join(str(exc).split())[:300]
+    return (f"Training failed on an unexpected error ({type(exc).__name__}: {said}); retry it, "
+            "and if it fails the same way again, its log shows where.")
 
 
 def report_failure(job_dir: Path, message: str, own: bool, earlier: events.Reader) -> None:

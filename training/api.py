@@ -22,7 +22,9 @@ def models(request: HttpRequest) -> JsonResponse:
     form = NewModelForm(api_data(NewModelForm, json_body(request)), user=request.user)
     if not form.is_valid():
         raise BadRequest(form.errors.get_json_data())
-    return JsonResponse({"jobs": [serialize.job_detail(job) for job in form.submit(request.user)]}, status=201)
+    jobs = [serialize.job_detail(job) for job in form.submit(request.user)]
+    warning = form.few_steps_warning()
+    return JsonResponse({"jobs": jobs, **({"warning": warning} if warning else {})}, status=201)
 
 
 @api("POST")

@@ -18,7 +18,7 @@ class TrainingConfig(AppConfig):
         from .summary import summary_extra
         from .views import page_context
 
-        register_category(Category("models", "Models", order=20, group_link="compare curves"))
+        register_category(Category("models", "Models", order=20, group_link="compare curves", counted=("train",)))
         register(JobKind("train", "Model", "models", train_command,
                          page_template="training/section.html", page_context=page_context,
                          new_page="new-model", create_endpoint="api-models", resume_file=LAST_CHECKPOINT,

@@ -24,7 +24,7 @@ from trainer import lr_policy as policies
 from trainer.networks.layerspec import NetworkError, validate_layers
 from trainer.steps import total_steps
 
-from . import catalog, sweeps
+from . import catalog, fewsteps, sweeps
 from .services import RUN_CODE, built_dataset, dataset_choices, dataset_classes, pretrained_models, previous_jobs
 
 SEED_LIMIT = 2**31 - 1
@@ -191,6 +191,15 @@ class ScheduleForm(DevicesField):
         train = self.dataset_info["splits"]["train"]["count"]
         return total_steps(train, data["batch_size"][0], workers, data["epochs"], data["batch_schedule"])
 
+    def few_steps_warning(self) -> str:
+        """The first job's warning of a run of too few steps (``fewsteps``);
+        "" without a dataset or with steps enough."""
+        if self.dataset_info is None:
+            return ""
+        data = self.cleaned_data
+        return fewsteps.warning(self.dataset_info["splits"]["train"]["count"], data["batch_size"][0], self.workers(),
+                                data["epochs"], data["batch_schedule"])
+
     def preview(self) -> dict[str, Any]:
         """The curve of the first job's learning rate, with the rate and warmup
         that several GPUs bring."""
@@ -201,7 +210,8 @@ class ScheduleForm(DevicesField):
         steps = self.steps()
         return {"points": [[step, lr] for step, lr in policies.curve(policy, base, steps)], "effective_lr": base,
                 "total_steps": steps, "description": policies.describe(policy, base), "world_size": workers,
-                "warmup_percent": float(policies.resolve(policy).get("warmup_percent", 0.0))}
+                "warmup_percent": float(policies.resolve(policy).get("warmup_percent", 0.0)),
+                **({"warning": warning} if (warning := self.few_steps_warning()) else {})}
 
 
 class NewModelForm(JobFieldsForm, ScheduleForm):

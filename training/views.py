@@ -9,6 +9,7 @@ import mimetypes
 from pathlib import Path
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.forms import ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
@@ -60,6 +61,8 @@ def new_model(request: HttpRequest) -> HttpResponse:
         form = NewModelForm(request.POST, user=request.user)
         if form.is_valid():
             jobs = form.submit(request.user)
+            if warning := form.few_steps_warning():
+                messages.warning(request, warning)
             if len(jobs) == 1:
                 return redirect("job", jobs[0].pk)
             return redirect(reverse("group", args=[request.user.username, jobs[0].group]))

@@ -66,3 +66,17 @@ def test_a_dataset_from_an_uploaded_archive_shows_its_chart_and_gallery(page, re
     page.select_option("select[name=class]", label="green")
     page.click("text=Show")
     expect(page.locator("#gallery figcaption")).to_have_text(["green"] * 4)
+
+
+def test_the_jpeg_quality_field_shows_only_for_jpeg(page):
+    from playwright.sync_api import expect
+
+    sign_up(page, "ada")
+    page.click("text=New dataset")
+    quality = page.locator("#id_quality")
+    expect(page.locator("#id_encoding")).to_have_value("png")
+    expect(quality).to_be_hidden()
+    page.select_option("#id_encoding", "jpeg")
+    expect(quality).to_be_visible()
+    page.select_option("#id_encoding", "none")
+    expect(quality).to_be_hidden()

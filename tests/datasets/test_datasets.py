@@ -6,9 +6,11 @@ from __future__ import annotations
 import html
 import io
 import json
+import stat
 
 import numpy as np
 import pytest
+from django.conf import settings as conf
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from PIL import Image
@@ -77,6 +79,24 @@ def test_a_server_folder_becomes_a_split_packed_dataset(client, roots, worker):
     for name, entry in info["files"].items():
         assert (folder / name).stat().st_size == entry["bytes"]
     assert not (job.folder / "dataset.partial").exists()
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "JPEG quality" not in page and "<td>Quality</td>" not in page, "raw pixels have no JPEG quality"
+    assert "<td>Validation %</td><td>25</td>" in page
+
+
+def test_the_settings_show_only_the_options_that_applied(client, roots):
+    class_folders(roots / "train", {"red": 2, "blue": 2})
+    class_folders(roots / "val", {"red": 1, "blue": 1})
+    separate = create(client, source="folder", train_folder=str(roots / "train"), val_folder=str(roots / "val"),
+                      encoding="png", quality=90, val_percent=25, test_percent=10)
+    assert separate.status_code == 201, separate.json()
+    rows = {label for _, group in kinds.settings_table(Job.objects.get(pk=separate.json()["id"])) for label, _ in group}
+    assert "Test %" in rows and "Validation %" not in rows and "Quality" not in rows, rows
+    lists = create(client, source="lists", train_list_path=str(roots / "missing.txt"), encoding="jpeg")
+    assert lists.status_code == 400
+    jpeg = create(client, source="folder", train_folder=str(roots / "train"), encoding="jpeg", quality=80)
+    rows = dict(row for _, group in kinds.settings_table(Job.objects.get(pk=jpeg.json()["id"])) for row in group)
+    assert rows["Quality"] == "80" and rows["Validation %"] == "25"
 
 
 def test_png_and_jpeg_stores_read_back(client, roots, worker):
@@ -172,6 +192,12 @@ def test_an_uploaded_archive_with_train_and_test_folders(client, roots, worker, 
     assert [p.name for p in (job.folder / "upload").iterdir()] == (["archive.tar.gz"] if keep else [])
     assert not (job.folder / "dataset" / "extracted").exists()
     assert ("Archive kept", "yes" if keep else "no") in dict(kinds.settings_table(job))["Source"]
+    detail = client.get(f"/api/datasets/{job.pk}").json()
+    assert str(conf.DATA_DIR) not in json.dumps(detail) and "path" not in detail["params"]["source"]
+    assert detail["manifest"]["options"]["source"] == {"type": "archive", "name": "upload.tar.gz"}
+    modes = {p.relative_to(job.folder).as_posix(): oct(stat.S_IMODE(p.stat().st_mode))
+             for p in job.folder.rglob("*") if p.is_file()}
+    assert set(modes.values()) <= {"0o644", "0o640"}, modes
 
     cloned = client.post(f"/api/jobs/{job.pk}/clone")
     if not keep:

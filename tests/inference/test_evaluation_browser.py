@@ -36,6 +36,7 @@ def test_clicking_a_confusion_matrix_cell_shows_its_images(page, worker):  # noq
 
     page.goto(f"/jobs/{evaluation.pk}/")
     expect(page.locator("#evaluation-summary")).to_contain_text("80.0%")
+    expect(page.locator("#evaluation-summary")).not_to_contain_text("Top-5")
     expect(page.locator("#confusion-chart .heatmaplayer")).to_have_count(1)
     expect(page.locator("#mistakes-images figure")).to_have_count(1)
     expect(page.locator("#rows-table tbody tr")).to_have_count(5)

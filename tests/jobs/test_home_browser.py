@@ -1,6 +1,8 @@
 """In a real browser: the home page's filter, sort, groups and bulk actions."""
 
 
+import re
+
 from django.contrib.auth.models import User
 
 from jobs import services
@@ -51,3 +53,30 @@ def test_the_home_page_filters_sorts_collapses_and_acts_on_a_selection(page):
     expect(page.locator("#bulk-result")).to_have_text("Deleted 1 job(s).")
     expect(rows).to_have_count(3)
     assert set(Job.objects.values_list("name", flat=True)) == {"beta", "gamma", "delta"}
+
+
+# The distinct lines each tab's text takes.
+TAB_LINES = """() => [...document.querySelectorAll("[role=tab]")].map((tab) => {
+  const range = document.createRange();
+  range.selectNodeContents(tab);
+  return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
+})"""
+
+
+def test_the_tabs_keep_to_one_line_and_the_models_tab_counts_only_models(page):
+    from playwright.sync_api import expect
+
+    from tests.evalfiles import model_with_snapshot
+
+    sign_up(page, "ada")
+    owner = User.objects.get(username="ada")
+    model = model_with_snapshot(owner)
+    Job.objects.create(kind="export", name=f"{model.name} archive", owner=owner, params={"model": model.pk},
+                       resources={"device": "cpu", "count": 1})
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto("/?tab=models")
+    expect(page.locator("#jobs-table tr[data-job]")).to_have_count(2)
+    expect(page.locator("[role=tab][data-tab=models] .count")).to_have_text("1")
+    assert page.evaluate(TAB_LINES) == [1] * page.locator("[role=tab]").count()
+    served = page.request.get("/").text()
+    assert re.search(r'data-tab="models"[^>]*>Models <span class="count">1</span>', served)

@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from accounts.models import ApiToken
-from jobs.models import Status
+from jobs import services
+from jobs.models import Job, Status
 from jobs.sse import RESOURCES_EVERY_SECONDS
 from tests.jobtools import (
     alive,
@@ -177,3 +178,18 @@ def test_stopping_a_worker_as_documented_hands_its_running_job_back(alice, worke
 
     worker_factory("next")
     assert wait_status(job, Status.DONE, timeout=120).status == Status.DONE
+
+
+def test_a_job_requeued_to_resume_keeps_its_progress(alice, worker_factory):
+    doomed = worker_factory("doomed")
+    resumes = services.submit(alice, "probe", "resumes", {"steps": 100, "step_seconds": 0.05},
+                              {"device": "cpu", "count": 1})
+    wait_for(lambda: Job.objects.get(pk=resumes.pk).progress >= 0.2, timeout=30, what="the job to be a fifth done")
+    (resumes.folder / "probe.state").write_text("the checkpoint its next run resumes from")
+    doomed.kill()
+
+    worker_factory("rescuer")
+    wait_for(lambda: resumes.transitions.filter(status=Status.QUEUED).count() == 2, timeout=60,
+             what="the job to be requeued")
+    requeued = [e["data"] for e in events_of(resumes, "status") if e["data"]["status"] == "queued"][-1]
+    assert requeued["progress"] >= 0.2, "the bar stays where the run left it, not at 0"

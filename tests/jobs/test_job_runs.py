@@ -1,13 +1,19 @@
 """Jobs run end to end through a real Celery worker, real Redis and real
 child processes."""
 
+import html
+import re
+import sys
+import sysconfig
 import time
 
+from django.conf import settings
 from django.test import Client
 
 from jobs import services
 from jobs.models import Status, Worker
 from jobs.queue import enqueue
+from tests.clients import signed_in
 from tests.jobtools import (
     alive,
     child_pid,
@@ -123,3 +129,21 @@ def test_the_resources_page_shows_a_real_workers_disk_cpu_and_memory(alice, work
     assert 0 < cpu["memory_used"] < cpu["memory_total"]
     page = client.get("/resources/").content.decode()
     assert '"disk": {"free":' in page and '"utilization":' in page
+
+
+def test_a_job_that_crashes_says_one_sentence_and_logs_its_traceback_without_server_paths(alice, worker):
+    job = wait_status(submit_sleep(alice, steps=1, crash=True), Status.FAILED)
+    assert "\n" not in job.error and "Traceback" not in job.error and "^" not in job.error
+    assert "JSONDecodeError" in job.error and "log" in job.error
+    assert history(job)[-1] == "failed"
+
+    page = signed_in(alice).get(f"/jobs/{job.pk}/").content.decode()
+    log = html.unescape(re.search(r'<pre id="log" class="log">(.*?)</pre>', page, re.S).group(1))
+    assert "Traceback" in log and 'File "tests/sleeper.py"' in log and 'File "json/decoder.py"' in log
+    logged = [line for e in events_of(job) if e["kind"] == "log" for line in e["data"]["lines"]]
+    assert 'File "tests/sleeper.py"' in "\n".join(logged)
+    api_log = "\n".join(signed_in(alice).get(f"/api/jobs/{job.pk}/log").json()["lines"])
+    assert 'File "tests/sleeper.py"' in api_log
+    for server_path in {settings.BASE_DIR, sys.prefix, sys.base_prefix, sysconfig.get_paths()["stdlib"], job.folder}:
+        assert str(server_path) not in page + "\n".join(logged) + api_log
+    assert re.search(rf'action="/jobs/{job.pk}/clone" data-show-when="failed"><input[^>]*><button id="retry"', page)

@@ -409,3 +409,21 @@ def test_the_speed_run_preset_fills_the_form_with_airbench94_in_mean_loss_terms(
     assert (params["tta"], params["flip"], params["translate"], params["whiten_bias_epochs"]) == (
         "mirror_translate", "alternating", 2, 3)
     assert (params["label_smoothing"], params["mean"]) == (0.2, "pixel")
+
+
+def test_a_run_of_fewer_than_100_steps_is_warned_of_with_settings_that_make_100(alice):
+    small = dataset(alice, name="photos", train=298)  # 398 photos, a quarter for validation
+    client = signed_in(alice)
+    fields = {"epochs": "2", "batch_size": "64", "dataset": str(small.pk), "lr": "0.01", "device": "cpu"}
+    warning = ("This run takes only 8 steps (298 training images, batch size 64, 2 epochs), too few to learn much: "
+               "a batch size of 5 or less, or 25 epochs, makes at least 100.")
+    preview = client.post("/models/lr-preview", json.dumps(fields), content_type="application/json").json()
+    assert preview["warning"] == warning
+    created = create(client, name="few", dataset=small.pk, epochs=2)
+    assert created.status_code == 201 and created.json()["warning"] == warning
+    page = client.post("/models/new/", page_fields(name="few page", dataset=small.pk, epochs="2"), follow=True)
+    assert warning in page.content.decode()
+
+    enough = {**fields, "epochs": "30"}
+    assert "warning" not in client.post("/models/lr-preview", json.dumps(enough), content_type="application/json").json()
+    assert "warning" not in create(client, name="enough", dataset=small.pk, epochs=30).json()

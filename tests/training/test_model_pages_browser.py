@@ -85,6 +85,17 @@ def test_the_model_page_reads_at_a_glance(page, model, tmp_path):
     assert server_paths_in(page, tmp_path) == []
 
 
+def test_each_throughput_says_what_it_measures(page, model):
+    from playwright.sync_api import expect
+
+    page.goto(f"/jobs/{model.pk}/")
+    result, perf = page.locator("#training-result-list"), page.locator("#perf-list")
+    expect(result).to_contain_text("Images/s, whole run")
+    expect(result).to_contain_text("training steps after the warm-up, averaged over the run")
+    expect(perf).to_contain_text("Images/s, latest")
+    expect(perf).to_contain_text("training steps since the report before")
+
+
 def test_the_first_layers_filters_enlarge_and_scale_each_on_its_own_or_together(page, model):
     from playwright.sync_api import expect
 

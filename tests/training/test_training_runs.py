@@ -91,6 +91,11 @@ def test_a_model_whose_worker_dies_resumes_on_another_worker(alice, worker_facto
     # The supervisor passes SIGTERM on when its worker dies, so the trainer
     # saves where it was; a SIGKILLed trainer would resume from its snapshot.
     assert len(resumed) == 1 and resumed[0]["data"]["epoch"] >= 1.0
+    events = events_of(model)
+    requeued = [e["data"] for e in events if e["kind"] == "status" and e["data"]["status"] == "queued"][-1]
+    assert requeued["progress"] > 0.3, "the bar stays where the lost run was (past epoch 1.3 of 3), not at 0"
+    first = next(e["data"] for e in events if e["kind"] == "progress" and e["seq"] > resumed[0]["seq"])
+    assert first["epoch"] == resumed[0]["data"]["epoch"], "the resumed run's bar starts where it resumed"
     curve = series.view(model.folder, lambda run: run.metrics(10_000))["series"]["train_loss"]
     steps = [point[0] for point in curve]
     assert steps == sorted(set(steps)), "the interrupted run's later points are dropped"

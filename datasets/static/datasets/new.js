@@ -1,4 +1,5 @@
-// New dataset form: show the chosen source's fields, browse server folders,
+// New dataset form: show the chosen source's fields (and JPEG quality for
+// JPEG only), browse server folders,
 // preview the resize on one of the user's images, and send the form with an
 // upload progress bar.
 import { api, csrfToken } from "../js/live.js";
@@ -13,6 +14,14 @@ function showSource() {
 }
 source.addEventListener("change", showSource);
 showSource();
+
+// The JPEG quality applies to JPEG alone (without this script the field
+// stays, and says so).
+const encoding = form.querySelector("#id_encoding");
+const quality = form.querySelector('[data-field="quality"]');
+function showQuality() { quality.hidden = encoding.value !== "jpeg"; }
+encoding.addEventListener("change", showQuality);
+showQuality();
 
 // Folder browser, limited to the server's dataset roots.
 const browser = document.getElementById("folder-browser");

@@ -4,7 +4,7 @@
 // It loads when the evaluation's result event arrives (the page's stream
 // replays it for a finished one).
 import { plot } from "../js/charts.js";
-import { el, pct } from "../js/format.js";
+import { el, isTerminal, pct } from "../js/format.js";
 import { api, on } from "../js/live.js";
 
 const data = JSON.parse(document.getElementById("evaluation-data").textContent);
@@ -40,11 +40,13 @@ async function gallery(target, indices) {
 }
 
 function showSummary() {
-  const items = [["Top-1", pct(report.top1)], ["Top-5", pct(report.top5)], ["Images", report.count],
+  // The server leaves top-5 out where it says nothing (five classes or fewer).
+  const top5 = report.top5 === undefined ? [] : [["Top-5", pct(report.top5)]];
+  const items = [["Top-1", pct(report.top1)], ...top5, ["Images", report.count],
     ["With a label", report.labelled], ["Unreadable", report.unreadable], ["Snapshot", report.snapshot]];
   $("evaluation-summary").replaceChildren(...items.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   $("evaluation-warnings").textContent = (report.warnings || []).join(" ");
-  $("evaluation-waiting").hidden = true;
+  $("evaluation-waiting")?.remove();
   $("evaluation-report").hidden = false;
 }
 
@@ -154,4 +156,6 @@ async function load() {
 }
 
 on("result", load);
+// A failed or aborted evaluation has no report to wait for.
+on("status", (event) => { if (isTerminal(event.data.status) && event.data.status !== "done") $("evaluation-waiting")?.remove(); });
 if (data.done) load();

@@ -7,6 +7,9 @@ import { thin } from "../js/charts.js";
 const categories = JSON.parse(document.getElementById("tabs-data").textContent);
 const jobs = new Map();
 for (const tab of categories) for (const job of tab.jobs) jobs.set(job.id, job);
+// The kinds each tab's count counts (none named: all it lists).
+const counted = new Map(categories.map((tab) => [tab.id, tab.counted]));
+const counts = (tab, job) => job.category === tab && (!counted.get(tab)?.length || counted.get(tab).includes(job.kind));
 const fresh = freshEvents();
 const selected = new Set();
 const collapsed = new Set(JSON.parse(localStorage.getItem("collapsed-groups") || "[]"));
@@ -86,7 +89,7 @@ function row(job) {
 function render() {
   document.querySelectorAll("[role=tab]").forEach((b) => b.setAttribute("aria-selected", b.dataset.tab === activeTab));
   document.querySelectorAll("[role=tab]").forEach((b) => {
-    b.querySelector(".count").textContent = [...jobs.values()].filter((j) => j.category === b.dataset.tab).length;
+    b.querySelector(".count").textContent = [...jobs.values()].filter((j) => counts(b.dataset.tab, j)).length;
   });
   const text = filter.value.trim().toLowerCase();
   const shown = [...jobs.values()].filter((j) => j.category === activeTab && matches(j, text)).sort(compare);

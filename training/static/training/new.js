@@ -222,6 +222,9 @@ async function preview() {
       xaxis: { title: { text: `step (of ${count(answer.total_steps)})` } }, yaxis: { title: { text: "learning rate" }, exponentformat: "e" },
     });
     document.getElementById("lr-description").textContent = answer.description;
+    const warning = document.getElementById("steps-warning");
+    warning.textContent = answer.warning || "";
+    warning.hidden = !answer.warning;
     effectiveLine(answer);
   } catch (e) {
     if (seq !== previewSeq) return;

@@ -12,7 +12,8 @@ export function showPerf() {
   const wait = isNumber(p.data_wait) ? Math.min(Math.max(p.data_wait, 0), 1) : null;
   fillList(document.getElementById("perf-list"), [
     ["Device", p.device || "—"],
-    ["Images/s", num(p.images_per_s, 5)],
+    // The newest perf event's: the steps of one report interval.
+    ["Images/s, latest", `${num(p.images_per_s, 5)} (training steps since the report before)`],
     ["Step time", isNumber(p.step_ms) ? `${p.step_ms.toFixed(1)} ms` : "—"],
     ["Waiting for data", wait === null ? "—" : `${pct(wait)} (computing ${pct(1 - wait)})`],
     ["FLOPs per image", flops(p.flops_per_image)],

@@ -27,7 +27,12 @@ export function showResult() {
     ["Test", metrics("test") || null],
     ["Epochs", isNumber(r.epochs) ? fixed(r.epochs) : null],
     ["Training time", isNumber(r.train_seconds) ? duration(r.train_seconds) : null],
-    ["Images/s", isNumber(r.images_per_s) ? num(r.images_per_s, 5) : null],
+    // The trainer's images trained over its training seconds, both summed
+    // over every attempt after the warm-up's batches; validation, snapshots
+    // and the start leave no time in them.
+    ["Images/s, whole run", isNumber(r.images_per_s)
+      ? `${num(r.images_per_s, 5)} (training steps after the warm-up, averaged over the run; validation and start-up left out)`
+      : null],
     ["Stopped early", r.stopped_early ? "yes, the metric stopped improving" : "no"],
   ]);
 }

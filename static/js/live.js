@@ -51,8 +51,14 @@ function showDeviceCounts(counts) {
   counter.classList.toggle("busy", (gpu.total ? gpu.free : cpu.free) === 0);
 }
 
-const url = document.body.dataset.stream;
-if (url) {
+// The stream opens once every script of the page has run and subscribed: an
+// event dispatched before a page's module registered its handler is lost for
+// good. This module runs first, and a page's own module may run seconds
+// later on a loaded machine (the browser handles other tasks, the stream's
+// messages among them, while it waits for that module's file); every module
+// of the page has run by DOMContentLoaded, and "load" comes after it, for a
+// page where this module ran later than that.
+function connect() {
   const source = new EventSource(url);
   source.onmessage = (message) => {
     const event = JSON.parse(message.data);
@@ -67,4 +73,17 @@ if (url) {
   source.addEventListener("resync", () => dispatch("resync", {}));
   source.onopen = () => document.body.classList.remove("offline");
   source.onerror = () => document.body.classList.add("offline");
+}
+
+const url = document.body.dataset.stream;
+if (url && document.readyState === "complete") {
+  connect();
+} else if (url) {
+  let connected = false;
+  const once = () => {
+    if (!connected) connect();
+    connected = true;
+  };
+  document.addEventListener("DOMContentLoaded", once, { once: true });
+  window.addEventListener("load", once, { once: true });
 }

@@ -32,6 +32,17 @@ def events_of(job: Job, kind: str | None = None) -> list[dict]:
     return [e for e in found if kind is None or e["kind"] == kind]
 
 
+def all_events_of_ended(job: Job, timeout: float = 30.0) -> list[dict]:
+    """Every event of a job that has ended, its final status event included.
+    The database records a status a moment before the status event is
+    appended to the file (``Job.transition`` commits, then publishes), so
+    right after ``wait_status`` the file may still lack the last event."""
+    wait_status(job, *TERMINAL, timeout=timeout)
+    return wait_for(lambda: (found := events_of(job)) and found[-1]["kind"] == "status"
+                    and found[-1]["data"]["status"] in TERMINAL and found, timeout=timeout,
+                    what=f"job {job.pk}'s final status event in its file")
+
+
 def child_pid(job: Job, timeout: float = 30.0) -> int:
     """The pid the sleeper reported in its ``started`` event."""
     started = wait_for(lambda: events_of(job, "started"), timeout=timeout, what=f"job {job.pk} to start")

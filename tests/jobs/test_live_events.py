@@ -7,7 +7,7 @@ import pytest
 from accounts.models import ApiToken
 from jobs.events import publish
 from jobs.models import Status
-from tests.jobtools import events_of, submit_sleep, wait_status
+from tests.jobtools import all_events_of_ended, submit_sleep, wait_status
 from tests.processes import wait_for
 from tests.sseclient import SSEClient
 
@@ -26,8 +26,7 @@ def test_a_job_stream_sends_history_then_live_events_in_order(alice, worker, web
     job = submit_sleep(alice, steps=30, step_seconds=0.1)
     wait_status(job, Status.RUNNING)
     follower = SSEClient(f"{web.url}/api/jobs/{job.pk}/events", auth)
-    wait_status(job, Status.DONE)
-    total = len(events_of(job))
+    total = len(all_events_of_ended(job))
     wait_for(lambda: len(follower.of()) == total, what="every event on the stream")
     assert seqs(follower) == list(range(1, total + 1))
     assert [e["id"] for e in follower.of()] == [str(i) for i in range(1, total + 1)]
@@ -41,9 +40,8 @@ def test_a_reconnecting_client_misses_nothing_and_gets_no_duplicates(alice, work
     wait_for(lambda: len(first.of()) >= 5, what="some events")
     first.close()
     resumed_from = first.last_event_id
-    wait_status(job, Status.DONE)
+    total = len(all_events_of_ended(job))
     second = SSEClient(f"{web.url}/api/jobs/{job.pk}/events", auth, last_event_id=resumed_from)
-    total = len(events_of(job))
     wait_for(lambda: seqs(second) and seqs(second)[-1] == total, what="the rest of the events")
     assert seqs(second) == list(range(int(resumed_from) + 1, total + 1))
     second.close()
@@ -99,3 +97,4 @@ def test_a_new_job_goes_live_where_a_stream_was_left_under_its_id(alice, transac
     publish(job, "progress", {"progress": 0.25})
     entries = bus.client().xrange(bus.job_stream(job.pk))
     assert [bus.decode(fields)[1]["seq"] for _, fields in entries] == [1, 2]
+

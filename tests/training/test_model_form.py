@@ -16,6 +16,7 @@ from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.trainer.test_networks import ALIAS_BOMB
 from trainer import lr_policy
+from training import sweeps
 from training.forms import NewModelForm
 from training.jsondata import defaults
 
@@ -409,3 +410,16 @@ def test_the_speed_run_preset_fills_the_form_with_airbench94_in_mean_loss_terms(
     assert (params["tta"], params["flip"], params["translate"], params["whiten_bias_epochs"]) == (
         "mirror_translate", "alternating", 2, 3)
     assert (params["label_smoothing"], params["mean"]) == (0.2, "pixel")
+
+
+@pytest.mark.parametrize("batch_sizes, runs", [(8, 64), (9, None)])
+def test_a_sweep_makes_up_to_64_runs(batch_sizes, runs):
+    """``MAX_COMBINATIONS`` (64): 8 learning rates × 8 batch sizes make 64
+    runs, each of its own pair; 8 × 9 is refused."""
+    lrs, sizes = [0.1 / 2**i for i in range(8)], [16 * (i + 1) for i in range(batch_sizes)]
+    if runs is None:
+        with pytest.raises(ValueError, match="72 combinations; a sweep has at most 64"):
+            sweeps.expand("sw", {}, lrs, sizes)
+        return
+    made = sweeps.expand("sw", {}, lrs, sizes)
+    assert len({(run.params["lr"], run.params["batch_size"]) for run in made}) == len(made) == runs

@@ -172,3 +172,9 @@ def test_a_long_run_is_downsampled_per_series(tmp_path):
     assert [4321, 43.21, 10.0] in train and train[0][0] == 0
     assert [p[0] for p in train] == sorted(p[0] for p in train)
     assert len(series.view(tmp_path, lambda r: r.sparkline(60))) <= 60
+
+
+@pytest.mark.parametrize("asked, given", [("", 1000), ("1", 2), ("2", 2), ("10000", 10_000), ("10001", 10_000)])
+def test_the_points_asked_for_are_held_between_2_and_10000(asked, given):
+    """``?points=``: ``DEFAULT_POINTS`` (1000) when not given, at most ``MAX_POINTS`` (10,000), at least 2."""
+    assert series.clamp_points(asked) == given

@@ -21,15 +21,16 @@ class LogTail(LineTail):
 
 
 def tail_lines(path: Path, count: int) -> list[str]:
-    """The last ``count`` lines, reading at most the file's last 64 KiB."""
+    """The last ``count`` lines, reading at most the file's last 64 KiB and the byte before."""
     try:
         with open(path, "rb") as handle:
             size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - TAIL_BYTES))
+            # One byte before the last 64 KiB: the piece up to its first
+            # newline is a cut line, or empty when a line starts there.
+            handle.seek(max(0, size - TAIL_BYTES - 1))
             block = handle.read()
     except FileNotFoundError:
         return []
-    lines = shown(block.decode("utf-8", "replace"), path.parent).splitlines()
     if size > TAIL_BYTES:
-        lines = lines[1:]  # the first line read is probably cut
-    return lines[-count:]
+        block = block[block.find(b"\n") + 1:] if b"\n" in block else b""
+    return shown(block.decode("utf-8", "replace"), path.parent).splitlines()[-count:]

@@ -85,3 +85,22 @@ def test_good_fields_let_the_archive_through_to_the_whole_form(alice, web, tmp_p
     assert response.status_code == 201, response.text
     job = Job.objects.get(pk=response.json()["id"])
     assert (job.folder / "upload" / "archive.tar.gz").read_bytes() == archive.read_bytes()
+
+
+def test_fields_past_256_kib_are_left_to_the_form_and_the_body_reaches_it_whole(alice, web, tmp_path, settings):
+    """The fields are judged before the archive only within the first
+    ``MAX_FIELDS_BYTES`` (256 KiB) of the body (the tests above: a few
+    hundred bytes); after 300 KiB of another field first, the body read so
+    far is handed on with the rest, and the form judges it all."""
+    _, key = ApiToken.issue(alice, "upload")
+    archive = tar_of(class_folders(tmp_path / "src", {"red": 3, "blue": 3}), tmp_path / "a.tar.gz")
+    fields = {"padding": "x" * 300 * 1024, "name": "colours", "source": "archive", "height": "8", "val_percent": "40"}
+    for width, status in (("0", 400), ("8", 201)):
+        with open(archive, "rb") as handle:
+            response = httpx.post(f"{web.url}/api/datasets", data={**fields, "width": width}, timeout=30,
+                                  files={"archive": ("a.tar.gz", handle)}, headers={"Authorization": f"Token {key}"})
+        assert response.status_code == status, response.text
+        if status == 400:
+            assert response.json()["errors"]["width"][0]["message"] == "Ensure this value is greater than or equal to 1."
+    job = Job.objects.get(pk=response.json()["id"])
+    assert (job.folder / "upload" / "archive.tar.gz").read_bytes() == archive.read_bytes()

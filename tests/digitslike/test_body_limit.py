@@ -172,3 +172,16 @@ def test_a_user_over_the_disk_quota_may_upload_nothing(quota_web, alice, token):
                         headers={"Authorization": f"Token {token}", "Content-Type": "multipart/form-data; boundary=b"})
     assert answer.status_code == 403
     assert "delete some jobs to make room" in answer.json()["error"]
+
+
+def test_a_body_of_exactly_the_limit_passes_and_one_byte_more_is_refused(small_limit_web, token):
+    """``REQUEST_MAX_BYTES`` (lowered to 64 KiB for this server): a body of
+    that size reaches the view (which finds no kind in it), declared or
+    streamed; one byte more is refused with 413 either way."""
+    url, headers = f"{small_limit_web.url}/api/jobs", {"Authorization": f"Token {token}",
+                                                        "Content-Type": "application/json"}
+    for size, status in ((LIMIT, 400), (LIMIT + 1, 413)):
+        body = b"{" + b" " * (size - 2) + b"}"
+        assert httpx.post(url, content=body, headers=headers, timeout=30).status_code == status
+        streamed = iter([body[:size // 2], body[size // 2:]])
+        assert httpx.post(url, content=streamed, headers=headers, timeout=30).status_code == status

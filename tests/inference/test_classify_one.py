@@ -23,6 +23,7 @@ from django.http import HttpResponse
 from django.test import Client
 from PIL import Image
 
+from inference import gallery
 from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.evalfiles import dataset_job, imports, write_bars
@@ -268,3 +269,20 @@ def test_the_page_offers_the_dataset_images_and_the_snapshots(lenet, alice):
     assert 'id="classify-gallery"' in text and text.count('class="pick"') == 12
     assert '<option value="epoch-1.pt">' in text and str(imports()) not in text
     assert f'href="/models/{lenet.pk}/classify"' in signed_in(alice).get(f"/jobs/{lenet.pk}/").content.decode()
+
+
+@pytest.mark.parametrize("classes, shown", [(7, 21), (8, 24), (9, 24)])
+def test_the_gallery_takes_three_of_each_class_and_24_in_all(classes, shown):
+    """``MAX_IMAGES`` (24): three images of each class, in their order, until 24."""
+    labels = np.tile(np.arange(classes), 5)
+    chosen = gallery._some_of_each_class(labels)
+    assert chosen == list(range(classes * 3))[:shown] and gallery.MAX_IMAGES == 24
+
+
+@pytest.mark.parametrize("position, seen", [(19_999, True), (20_000, False)])
+def test_the_gallery_looks_at_the_first_20000_labels_only(position, seen):
+    """``SCANNED`` (20,000): a class first found at the 20,000th label is
+    shown, one found after it is not, however large the split."""
+    labels = np.zeros(50_000, dtype=np.int64)
+    labels[position] = 1
+    assert (position in gallery._some_of_each_class(labels)) == seen and gallery.SCANNED == 20_000

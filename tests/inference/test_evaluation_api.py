@@ -229,3 +229,26 @@ def test_the_new_evaluation_page_queues_a_folder_and_shows_field_errors(alice):
     job = Job.objects.get(kind="evaluation")
     assert good["Location"] == f"/jobs/{job.pk}/"
     assert job.params["source"] == {"type": "folder", "path": str(folder.resolve())}
+
+
+@pytest.mark.parametrize("size, status", [(500, 200), (501, 400)])
+def test_a_page_of_rows_holds_at_most_500_and_so_does_a_list_of_row_numbers(alice, size, status):
+    """``MAX_PAGE_SIZE`` (500): a page of 500 rows and a list of 500 row
+    numbers are given; 501 of either is refused naming its field."""
+    model = model_with_snapshot(alice)
+    evaluation = Job.objects.get(pk=post(signed_in(alice), f"/api/models/{model.pk}/evaluate", {}).json()["id"])
+    (evaluation.folder / "evaluation").mkdir(parents=True)
+    (evaluation.folder / "evaluation" / "report.json").write_text(json.dumps({"classes": ["a", "b", "c", "d"]}))
+    rows = [{"index": i, "name": f"test #{i}", "label": i % 4, "top": [[i % 4, 0.9]], "error": None} for i in range(600)]
+    (evaluation.folder / "evaluation" / "results.json").write_text(json.dumps({"rows": rows}))
+    client, url = signed_in(alice), f"/api/evaluations/{evaluation.pk}/rows"
+    numbers = ",".join(str(i) for i in range(size - 1, -1, -1))
+    for query, field in (({"size": str(size)}, "size"), ({"rows": numbers, "size": "500"}, "rows")):
+        answer = client.get(url, query)
+        if status == 400:
+            assert refused(answer, field)
+            continue
+        assert answer.status_code == 200, answer.content
+        shown = [row["index"] for row in answer.json()["rows"]]
+        assert answer.json()["total"] == (600 if field == "size" else 500)
+        assert shown == (list(range(500)) if field == "size" else list(range(499, -1, -1)))

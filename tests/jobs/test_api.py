@@ -278,3 +278,24 @@ def test_a_number_that_is_not_finite_anywhere_in_a_json_body_is_refused_before_a
     assert refused.status_code == 400
     assert refused.json()["errors"] == {"lr_policy": ["Numbers must be finite (not NaN or infinite)."]}
     assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize("asked, given", [(5000, 5000), (5001, 5000)])
+def test_the_log_endpoint_gives_at_most_5000_lines(alice, asked, given):
+    """``MAX_LOG_LINES`` (5000): a longer tail asked for is cut to it."""
+    job = make_job(alice)
+    job.folder.mkdir(parents=True)
+    (job.folder / "log.txt").write_text("".join(f"{i}\n" for i in range(6000)))
+    lines = signed_in(alice).get(f"/api/jobs/{job.pk}/log?lines={asked}").json()["lines"]
+    assert lines == [str(i) for i in range(6000 - given, 6000)]
+
+
+@pytest.mark.parametrize("written", [200, 201])
+def test_the_job_page_shows_the_last_200_log_lines(alice, written):
+    """``LOG_TAIL_LINES`` (200): the page's log holds the last 200 lines."""
+    job = make_job(alice)
+    job.folder.mkdir(parents=True)
+    (job.folder / "log.txt").write_text("".join(f"line {i:04d}\n" for i in range(written)))
+    page = signed_in(alice).get(f"/jobs/{job.pk}/").content.decode()
+    shown = re.findall(r"line (\d{4})", page)
+    assert shown == [f"{i:04d}" for i in range(written - 200, written)]

@@ -10,7 +10,7 @@ import json
 import pytest
 from django.test import Client
 
-from jobs import sse
+from jobs import bus, eventseek, sse
 from jobs.bus import Forwarder, client, encode, job_stream
 from jobs.models import Job, Status
 from trainer import events as eventlog
@@ -111,3 +111,61 @@ async def event_ids(job: Job, after: int, count: int) -> list[int]:
             break
     await stream.aclose()
     return ids
+
+
+@pytest.mark.parametrize("events", [5, 400], ids=["under-a-chunk", "many-chunks"])
+def test_reads_from_the_end_find_every_event_in_a_file_of_one_chunk_or_many(tmp_path, events):
+    """The file is read back from its end ``CHUNK_BYTES`` (64 KiB) at a
+    time: a file under one chunk, and one of many whose lines end on every
+    side of a chunk's start, one line longer than two chunks, and a last
+    line still being written. Each seq's offset, the tail and the last seq
+    match a read from the start."""
+    assert eventseek.CHUNK_BYTES == 64 * 1024
+    lines, offsets = [], {0: 0}
+    for seq in range(1, events + 1):
+        size = 200 * 1024 if seq == 200 else (seq * 997) % 700
+        lines.append(json.dumps({"seq": seq, "t": 0, "kind": "log", "data": {"text": "x" * size}}) + "\n")
+        offsets[seq] = offsets[seq - 1] + len(lines[-1])
+    (tmp_path / eventlog.FILENAME).write_text("".join(lines) + '{"seq": ' + str(events + 1))
+    assert (offsets[events] < 64 * 1024) == (events == 5)
+    assert eventseek.last_seq(tmp_path) == events
+    assert [eventseek.offset_after(tmp_path, seq) for seq in offsets] == list(offsets.values())
+    assert [e["seq"] for e in eventseek.tail(tmp_path, 3)] == list(range(events - 2, events + 1))
+    assert [e["seq"] for e in eventseek.tail(tmp_path, events + 1)] == list(range(1, events + 1))
+
+
+@pytest.mark.parametrize("behind", [1000, 25_000], ids=["within-the-stream", "past-the-trimmed-stream"])
+def test_a_stream_left_behind_sends_every_event_once_in_order(alice, behind):
+    """The bus keeps about the last ``STREAM_MAXLEN`` (20,000) events of a
+    job. A page's stream that has not read while ``behind`` events came
+    reads them from the bus (1,000), or, once the bus has dropped the
+    first of them (25,000), from the file; either way each once, in order."""
+    assert bus.STREAM_MAXLEN == 20_000
+    job = Job.objects.create(kind="sleep", name="behind", owner=alice, resources={"device": "cpu"})
+    job.folder.mkdir(parents=True)
+    start = eventlog.append(job.folder, "log", {"lines": ["before the stream"]})["seq"]
+    Forwarder(job.pk, job.folder).forward()
+
+    async def sent() -> list[int]:
+        stream = sse.job_events(job.pk, job.folder, start)
+        assert await anext(stream) == "retry: 1000\n\n"
+        assert (await anext(stream)).startswith("event: resources")  # the stream has noted where the bus ends
+        with open(job.folder / eventlog.FILENAME, "a") as handle:
+            for seq in range(start + 1, start + behind + 1):
+                handle.write(json.dumps({"seq": seq, "t": 1.7e9, "kind": "progress",
+                                         "data": {"progress": seq / behind}}, separators=(",", ":")) + "\n")
+        Forwarder(job.pk, job.folder).forward()
+        first_kept = int(client().xrange(job_stream(job.pk), count=1)[0][1][b"seq"])
+        assert (first_kept <= start + 1) == (behind < bus.STREAM_MAXLEN)
+        ids: list[int] = []
+        async with asyncio.timeout(60):
+            while len(ids) < behind:
+                ids += [int(line.removeprefix("id: ")) for line in (await anext(stream)).split("\n")
+                        if line.startswith("id: ")]
+        await stream.aclose()
+        return ids
+
+    try:
+        assert asyncio.run(sent()) == list(range(start + 1, start + behind + 1))
+    finally:
+        client().delete(job_stream(job.pk))

@@ -7,11 +7,12 @@ import sys
 import sysconfig
 import time
 
+import pytest
 from django.conf import settings
 from django.test import Client
 
-from jobs import services
-from jobs.models import Status, Worker
+from jobs import runner, services
+from jobs.models import Job, Status, Worker
 from jobs.queue import enqueue
 from tests.clients import signed_in
 from tests.jobtools import (
@@ -23,6 +24,7 @@ from tests.jobtools import (
     wait_status,
 )
 from tests.processes import wait_for
+from trainer import events as eventlog
 
 
 def test_a_job_runs_to_done_and_its_events_arrive_in_order(alice, worker):
@@ -147,3 +149,31 @@ def test_a_job_that_crashes_says_one_sentence_and_logs_its_traceback_without_ser
     for server_path in {settings.BASE_DIR, sys.prefix, sys.base_prefix, sysconfig.get_paths()["stdlib"], job.folder}:
         assert str(server_path) not in page + "\n".join(logged) + api_log
     assert re.search(rf'action="/jobs/{job.pk}/clone" data-show-when="failed"><input[^>]*><button id="retry"', page)
+
+
+@pytest.mark.parametrize("count, sizes", [(200, [200]), (201, [200, 1])])
+def test_new_log_lines_are_relayed_200_to_an_event(alice, count, sizes):
+    """``LOG_LINES_PER_EVENT`` (200): the lines read at once make one
+    ``log`` event up to 200, and more events beyond, every line once."""
+    job = Job.objects.create(kind="sleep", name="relayed", owner=alice, params={}, status=Status.RUNNING,
+                             resources={"device": "cpu", "count": 1})
+    job.folder.mkdir(parents=True)
+    lines = [f"line {i}" for i in range(count)]
+    runner.relay_log(job, lines)
+    logged = [e["data"]["lines"] for e in eventlog.read_all(job.folder) if e["kind"] == "log"]
+    assert [len(chunk) for chunk in logged] == sizes and sum(logged, []) == lines
+
+
+@pytest.mark.parametrize("after, found", [(999, True), (1000, False)])
+def test_a_failure_is_its_own_error_when_among_the_last_1000_events(alice, after, found):
+    """``FAILURE_EVENTS`` (1000): the job's error is looked for among its
+    last 1000 events; beyond them the failure is its exit code and log."""
+    job = Job.objects.create(kind="sleep", name="relayed", owner=alice, params={}, status=Status.RUNNING,
+                             resources={"device": "cpu", "count": 1})
+    job.folder.mkdir(parents=True)
+    eventlog.append(job.folder, "error", {"message": "out of patience"})
+    for step in range(after):
+        eventlog.append(job.folder, "progress", {"progress": step / after})
+    (job.folder / "log.txt").write_text("last words\n")
+    message = runner.failure_message(job, 3)
+    assert message == ("out of patience" if found else "The job's process exited with code 3.\nlast words")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.archives import ArchiveError, Limits, archive_kind, extract, list_members
+from trainer.archives import CHUNK, RATIO_FLOOR, ArchiveError, Limits, archive_kind, extract, list_members
 
 CLASS_FOLDERS = [("cats/a.png", b"cat"), ("dogs/sub/b.png", b"dog")]
 MIB = 1024 * 1024
@@ -341,3 +341,30 @@ def test_a_file_that_does_not_start_as_an_archive_is_refused_before_it_is_read(t
         (tmp_path / "short").write_bytes(damaged)
         with pytest.raises(ArchiveError):
             extract(tmp_path / "short", tmp_path / "out")
+
+
+@pytest.mark.parametrize("kind", ["zip", "w:gz"])
+def test_only_members_over_a_mib_are_held_to_the_ratio(tmp_path, kind):
+    """``RATIO_FLOOR`` (1 MiB): a member or an archive that expands to 1 MiB
+    may compress as well as it likes (1 MiB of zeros: about 1000:1); one
+    byte more and the ratio limit applies (the member's in a zip, the
+    whole archive's in a tar.gz, which declares no compressed sizes)."""
+    assert RATIO_FLOOR == MIB
+    at_floor = write_archive(tmp_path / "floor.bin", kind, [("a/zeros.bin", bytes(MIB))])
+    assert extract(at_floor, tmp_path / "floor", Limits(max_ratio=200))
+    assert (tmp_path / "floor" / "a" / "zeros.bin").read_bytes() == bytes(MIB)
+    over = write_archive(tmp_path / "over.bin", kind, [("a/zeros.bin", bytes(MIB + 1))])
+    refused(over, tmp_path, "over the 200:1 limit (a possible", Limits(max_ratio=200))
+
+
+@pytest.mark.parametrize("kind", ["zip", "w", "w:gz"])
+def test_members_of_one_copy_block_and_of_several_extract_and_read_exactly(tmp_path, kind):
+    """Members are copied in blocks of ``CHUNK`` (1 MiB): one of exactly a
+    block, and one of two blocks and a byte, extracted and read in place."""
+    assert CHUNK == MIB
+    members = [("a/one.bin", os.urandom(CHUNK)), ("a/several.bin", os.urandom(2 * CHUNK + 1)), ("a/small.bin", b"x")]
+    archive = write_archive(tmp_path / "upload.bin", kind, members)
+    assert extract(archive, tmp_path / "out")
+    assert files_under(tmp_path / "out") == dict(members)
+    listing = list_members(archive, tmp_path / "copy.tar")
+    assert [(entry.name, listing.reader.read(entry)) for entry in listing.files] == members

@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 import torch
 
+from trainer import data
 from trainer.augment import Augment
 from trainer.data import Batches, DatasetInfo, Normalizer, SplitData, StreamingSplit, load_split
 from trainer.datastore import EncodedSplitWriter, RawSplitWriter, SplitReader, encode, open_slots
+from trainer.train import INIT_FROM_DATA_IMAGES
 
 SPLITS = ("train", "val", "test")
 MEMORY = 1 << 30
@@ -303,3 +305,26 @@ def test_head_gives_the_first_images(tmp_path):
         assert head.dtype == torch.uint8
         np.testing.assert_array_equal(head.numpy(), images[:5])
 
+
+
+@pytest.mark.parametrize("read_bytes", [30 * 8 * 10 * 3, 1000, 7])
+def test_a_raw_split_reads_back_exactly_in_one_read_or_several(tmp_path, monkeypatch, read_bytes):
+    """A raw store is read in reads of at most ``READ_BYTES`` (256 MiB).
+    Lowered here, so that the 7,200 bytes of pixels are one read (exactly
+    ``READ_BYTES``), or several with a short last one (1000, 7 bytes)."""
+    monkeypatch.setattr(data, "READ_BYTES", read_bytes)
+    images = random_images(30)
+    split = load_split(make_dataset(tmp_path, {"train": images}, "none"), "train", MEMORY)
+    assert isinstance(split, SplitData)
+    np.testing.assert_array_equal(split.images.numpy(), images)
+
+
+@pytest.mark.parametrize("encoding", ["none", "png"])
+def test_head_asks_for_more_images_than_the_split_has(tmp_path, encoding):
+    """A network's data-dependent initialisation asks for the first
+    ``INIT_FROM_DATA_IMAGES`` (5,000) images: a smaller split gives all it
+    has, in memory and streamed, a larger one (the test above) the first."""
+    images = random_images(12)
+    folder = make_dataset(tmp_path, {"train": images}, encoding)
+    for budget in (MEMORY, 0):
+        np.testing.assert_array_equal(load_split(folder, "train", budget).head(INIT_FROM_DATA_IMAGES).numpy(), images)

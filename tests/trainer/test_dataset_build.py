@@ -192,13 +192,14 @@ def _add_to_row(image: np.ndarray) -> None:
     build_pool._add_to_mean(image)
 
 
-@pytest.mark.parametrize("images", [1000, 2**32 // 255 + 1])
+@pytest.mark.parametrize("images", [1000, 2**32 // 255, 2**32 // 255 + 1])
 def test_the_pool_sums_images_exactly_in_rows_wide_enough_for_the_planned_count(images):
-    """Sums stay 32-bit while the planned count cannot overflow them, and 64-bit beyond; either way
-    the pool's processes add every image exactly."""
+    """Sums stay 32-bit while the planned count cannot overflow them (up to 2**32 // 255 images,
+    whose sums of 255 fill 32 bits exactly), and 64-bit beyond; either way the pool's processes
+    add every image exactly."""
     context = multiprocessing.get_context("fork")
     sums = build_pool.MeanSums(context, 2, (3, 2, 1), images)
-    assert sums.rows().dtype == (np.uint32 if images < 2**32 // 255 else np.int64)
+    assert sums.rows().dtype == (np.uint32 if images <= 2**32 // 255 else np.int64)
     sums.rows()[0] = np.iinfo(np.uint32).max - 300 if images > 2**32 // 255 else 0
     start = sums.total().copy()
     rng = np.random.default_rng(0)
@@ -206,6 +207,21 @@ def test_the_pool_sums_images_exactly_in_rows_wide_enough_for_the_planned_count(
     with context.Pool(2, build_pool.init_worker, ({}, sums)) as pool:
         pool.map(_add_to_row, list(batch), chunksize=1)
     assert np.array_equal(sums.total(), start + batch.sum(axis=0, dtype=np.int64))
+
+
+@pytest.mark.parametrize("memory, rows", [(3 * 24, 3), (3 * 24 - 1, 2), (23, 1)])
+def test_rows_of_sums_are_fewer_than_processes_when_they_would_pass_the_memory_bound(monkeypatch, memory, rows):
+    """A row of sums per process while the rows fit in ``MEAN_MEMORY_BYTES`` (256 MiB), fewer beyond,
+    and at least one; processes sharing a row add to it under its lock, every image exactly. The
+    bound is lowered here to three 24-byte rows (3×2×1 32-bit sums), one byte less, and below one."""
+    monkeypatch.setattr(build_pool, "MEAN_MEMORY_BYTES", memory)
+    context = multiprocessing.get_context("fork")
+    sums = build_pool.MeanSums(context, 3, (3, 2, 1), 1000)
+    assert sums.count == rows and sums.rows().shape == (rows, 3, 2, 1)
+    batch = np.random.default_rng(1).integers(0, 256, (60, 3, 2, 1), dtype=np.uint8)
+    with context.Pool(3, build_pool.init_worker, ({}, sums)) as pool:
+        pool.map(_add_to_row, list(batch), chunksize=1)
+    assert np.array_equal(sums.total(), batch.sum(axis=0, dtype=np.int64))
 
 
 @pytest.mark.parametrize("per_class", [10, 11], ids=["32-files-one-batch", "35-files-two-batches"])

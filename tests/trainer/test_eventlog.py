@@ -2,6 +2,8 @@
 
 import multiprocessing
 
+import pytest
+
 from jobs.logfile import TAIL_BYTES, LogTail, tail_lines
 from trainer import events, jobfiles
 
@@ -66,3 +68,14 @@ def test_tail_lines_reads_only_the_end_of_a_big_log(tmp_path):
     assert last == [f"line {i:06d}" for i in range(3 * TAIL_BYTES // 12 - 3, 3 * TAIL_BYTES // 12)]
     assert all(line.startswith("line ") and len(line) == 11 for line in tail_lines(path, 100_000))
     assert tail_lines(tmp_path / "missing.txt", 5) == []
+
+
+@pytest.mark.parametrize("lines", [4096, 4097], ids=["64-KiB", "64-KiB-and-a-line"])
+def test_tail_lines_keeps_every_whole_line_of_the_last_64_kib(tmp_path, lines):
+    """``tail_lines`` reads the last ``TAIL_BYTES`` (64 KiB) of a log. 4096
+    lines of 16 bytes fill it exactly: all are given. With one line more,
+    the read starts at a line's start: the 4096 lines read are all whole."""
+    assert TAIL_BYTES == 4096 * 16
+    path = tmp_path / "log.txt"
+    path.write_text("".join(f"line {i:010d}\n" for i in range(lines)))
+    assert tail_lines(path, 10_000) == [f"line {i:010d}" for i in range(lines - 4096, lines)]

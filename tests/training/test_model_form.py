@@ -16,6 +16,7 @@ from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.trainer.test_networks import ALIAS_BOMB
 from trainer import lr_policy
+from training import sweeps
 from training.forms import NewModelForm
 from training.jsondata import defaults
 
@@ -427,3 +428,16 @@ def test_a_run_of_fewer_than_100_steps_is_warned_of_with_settings_that_make_100(
     enough = {**fields, "epochs": "30"}
     assert "warning" not in client.post("/models/lr-preview", json.dumps(enough), content_type="application/json").json()
     assert "warning" not in create(client, name="enough", dataset=small.pk, epochs=30).json()
+
+
+@pytest.mark.parametrize("batch_sizes, runs", [(8, 64), (9, None)])
+def test_a_sweep_makes_up_to_64_runs(batch_sizes, runs):
+    """``MAX_COMBINATIONS`` (64): 8 learning rates × 8 batch sizes make 64
+    runs, each of its own pair; 8 × 9 is refused."""
+    lrs, sizes = [0.1 / 2**i for i in range(8)], [16 * (i + 1) for i in range(batch_sizes)]
+    if runs is None:
+        with pytest.raises(ValueError, match="72 combinations; a sweep has at most 64"):
+            sweeps.expand("sw", {}, lrs, sizes)
+        return
+    made = sweeps.expand("sw", {}, lrs, sizes)
+    assert len({(run.params["lr"], run.params["batch_size"]) for run in made}) == len(made) == runs

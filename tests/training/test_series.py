@@ -172,3 +172,27 @@ def test_a_long_run_is_downsampled_per_series(tmp_path):
     assert [4321, 43.21, 10.0] in train and train[0][0] == 0
     assert [p[0] for p in train] == sorted(p[0] for p in train)
     assert len(series.view(tmp_path, lambda r: r.sparkline(60))) <= 60
+
+
+@pytest.mark.parametrize("asked, given", [("", 1000), ("1", 2), ("2", 2), ("10000", 10_000), ("10001", 10_000)])
+def test_the_points_asked_for_are_held_between_2_and_10000(asked, given):
+    """``?points=``: ``DEFAULT_POINTS`` (1000) when not given, at most ``MAX_POINTS`` (10,000), at least 2."""
+    assert series.clamp_points(asked) == given
+
+
+def test_the_cache_keeps_the_64_runs_read_last_and_rereads_one_it_dropped(tmp_path):
+    """``CACHED_RUNS`` (64): 64 runs stay cached; a 65th drops the one read
+    least recently, which is read again whole when asked for."""
+    folders = [tmp_path / str(number) for number in range(series.CACHED_RUNS + 1)]
+    for folder in folders:
+        folder.mkdir()
+        write_run(folder, 0, 10)
+    series._cache.clear()
+    runs = [series.view(folder, lambda run: run) for folder in folders[:series.CACHED_RUNS]]
+    assert all(series.view(folder, lambda run: run) is run for folder, run in zip(folders[:-1], runs, strict=True))
+    assert len(series._cache) == series.CACHED_RUNS
+    series.view(folders[-1], lambda run: run)
+    assert len(series._cache) == series.CACHED_RUNS
+    again = series.view(folders[0], lambda run: run)
+    assert again is not runs[0] and again.points("train_loss", 100) == runs[0].points("train_loss", 100)
+    assert series.view(folders[1], lambda run: run) is not runs[1]  # dropped in turn for the first

@@ -156,6 +156,7 @@ EVAL_ROWS_QUERY = [{"name": name, "in": "query", "schema": schema, "description"
     ("label", {"type": "integer"}, "true class index"), ("predicted", {"type": "integer"}, "top-1 class index"),
     ("outcome", {"enum": ["correct", "wrong", "unlabelled", "unreadable"]}, ""),
     ("rows", {"type": "string"}, "row numbers separated by commas (at most 500), in their order"),
+    ("list", {"enum": ["mistakes"]}, "the report's mistakes, most confident first, a page at a time"),
     ("page", {"type": "integer", "default": 1}, ""), ("size", {"type": "integer", "default": 50, "maximum": 500}, ""))]
 GROUP_OWNER = {"name": "owner", "in": "path", "required": True, "schema": {"type": "string"},
                "description": "the user whose group it is: each user's groups are their own"}

@@ -158,6 +158,7 @@ EVAL_ROWS_QUERY = [{"name": name, "in": "query", "schema": schema, "description"
     ("label", {"type": "integer"}, "true class index"), ("predicted", {"type": "integer"}, "top-1 class index"),
     ("outcome", {"enum": ["correct", "wrong", "unlabelled", "unreadable"]}, ""),
     ("rows", {"type": "string"}, "row numbers separated by commas (at most 500), in their order"),
+    ("list", {"enum": ["mistakes"]}, "the report's mistakes, most confident first, a page at a time"),
     ("page", {"type": "integer", "default": 1}, ""), ("size", {"type": "integer", "default": 50, "maximum": 500}, ""))]
 GROUP_OWNER = {"name": "owner", "in": "path", "required": True, "schema": {"type": "string"},
                "description": "the user whose group it is: each user's groups are their own"}
@@ -197,7 +198,9 @@ CLASSIFY_OPTIONS = {
     "snapshot": EVAL_SPLIT["properties"]["snapshot"],
     "visualize": {"type": "boolean", "default": False,
                   "description": "add every layer (`layers`, `params`, `trainable`) and a saliency map"},
-    "class": {"type": "integer", "minimum": 0, "description": "the class of the saliency map; empty: the top class"}}
+    "class": {"type": "integer", "minimum": 0, "description": "the class of the saliency map; empty: the top class"},
+    "layer": {"type": "string", "description": "the convolution the saliency map is computed at (a name from "
+              "`saliency.layers`); empty: the deepest whose output is at least 7×7, else the largest"}}
 CLASSIFY_JSON = {"type": "object", "description": "one image: `split` and `index` of the model's dataset, or `path`",
                  "properties": {"split": {"enum": ["train", "val", "test"], "default": "val"},
                                 "index": {"type": "integer", "minimum": 0},
@@ -217,10 +220,15 @@ CLASSIFY_ANSWER = {"type": "object", "properties": {
                "params, activations (PNG data URL), activation_stats {mean, std, histogram {edges, counts}}, "
                "weights (null, or shape, mean, std, histogram and for a convolution filters as a PNG data URL)"},
     "params": {"type": "integer"}, "trainable": {"type": "integer"},
-    "saliency": {"type": "object", "description": "with visualize or class: the Grad-CAM map over the input",
+    "saliency": {"type": "object", "description": "with visualize, class or layer: the Grad-CAM map over the input",
                  "properties": {"index": {"type": "integer"}, "class": {"type": "string"},
                                 "peak": {"type": "array", "items": {"type": "integer"}},
-                                "image": {"type": "string", "description": "a PNG data URL"}}}}}
+                                "image": {"type": "string", "description": "a PNG data URL"},
+                                "layer": {"type": "string", "description": "the convolution it was computed at"},
+                                "size": {"type": "array", "items": {"type": "integer"},
+                                         "description": "that layer's output, height and width: the map's resolution"},
+                                "layers": {"type": "array", "description": "every convolution in the order it runs, "
+                                           "{name, size}: the layers that may be chosen"}}}}}
 
 CLASSIFY_PATHS: dict[str, Any] = {
     "/api/models/{model_id}/classify": {

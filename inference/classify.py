@@ -2,7 +2,8 @@
 (``trainer.modelserver``, reached through the torch-free
 ``trainer.modelclient``): the top five classes, the input as the network
 saw it and the time it took; with ``visualize`` every layer and a saliency
-map; with a ``class`` the saliency map of that class.
+map; with a ``class`` or a ``layer`` the saliency map of that class, computed
+at that convolution.
 
 Refusals are ``Refused`` with the HTTP status they mean: 400 with field
 messages for bad input, 404 for a model or snapshot that is gone, 503 when
@@ -27,6 +28,7 @@ PNG_URL = "data:image/png;base64,"
 # How the model server's messages about the image itself begin
 # (``trainer.inference.preprocess.decode``); its other refusals are about the model.
 IMAGE_MESSAGES = ("The image", "The file")
+LAYER_MESSAGE = "The network has no convolution named"  # ``trainer.inference.gradcam.grad_cam``
 
 
 class Refused(Exception):
@@ -37,12 +39,19 @@ class Refused(Exception):
         self.status, self.errors = status, errors
 
 
+def _field(message: str, source: str) -> str:
+    """The field a bad-input message of the model server is about."""
+    if message.startswith(IMAGE_MESSAGES):
+        return source
+    return "layer" if message.startswith(LAYER_MESSAGE) else "model"
+
+
 def _ask(model: Job, image: bytes, operation: str, snapshot: str | None, class_index: int | None,
-         source: str) -> dict[str, Any]:
+         layer: str | None, source: str) -> dict[str, Any]:
     timeout = VISUALIZE_SECONDS if operation != "classify" else CLASSIFY_SECONDS
     try:
         return modelclient.classify(bus.client(), settings.REDIS_PREFIX, model.pk, image, operation=operation,
-                                    snapshot=snapshot, class_index=class_index, timeout=timeout)
+                                    snapshot=snapshot, class_index=class_index, layer=layer, timeout=timeout)
     except modelclient.ModelServerUnavailable as exc:
         raise Refused(str(exc), 503) from None
     except modelclient.ModelServerError as exc:
@@ -51,8 +60,7 @@ def _ask(model: Job, image: bytes, operation: str, snapshot: str | None, class_i
         if exc.code == "busy":
             raise Refused(str(exc), 503) from None
         if exc.code == "bad_input":
-            field = source if str(exc).startswith(IMAGE_MESSAGES) else "model"
-            raise Refused(str(exc), 400, {field: [str(exc)]}) from None
+            raise Refused(str(exc), 400, {_field(str(exc), source): [str(exc)]}) from None
         raise Refused(str(exc), 500) from None
 
 
@@ -92,17 +100,18 @@ def _layer(layer: dict[str, Any]) -> dict[str, Any]:
 def _saliency(found: dict[str, Any]) -> dict[str, Any]:
     saliency = found["saliency"]
     return {"index": saliency["index"], "class": saliency["class"], "peak": saliency["peak"],
-            "image": _picture(saliency["png"])}
+            "image": _picture(saliency["png"]), "layer": saliency["layer"], "size": saliency["size"],
+            "layers": saliency["layers"]}
 
 
 def classify(model: Job, image: bytes, *, source: str = "image", snapshot: str = "", visualize: bool = False,
-             class_index: int | None = None) -> dict[str, Any]:
+             class_index: int | None = None, layer: str = "") -> dict[str, Any]:
     """The answer for ``image`` (the file's bytes; ``source`` names the
     field it came from, for messages). See the module's docstring."""
     _check(model, snapshot)
     started = time.perf_counter()
-    operation = "inspect" if visualize else "saliency" if class_index is not None else "classify"
-    found = _ask(model, image, operation, snapshot or None, class_index, source)
+    operation = "inspect" if visualize else "saliency" if class_index is not None or layer else "classify"
+    found = _ask(model, image, operation, snapshot or None, class_index, layer or None, source)
     answer = {"model": model.pk, "snapshot": found["snapshot"], "note": found["note"] or "",
               "top": found["top"], "seen": _picture(found["seen"]), "loaded_now": found["loaded_now"],
               "seconds": found["seconds"]}
@@ -110,7 +119,7 @@ def classify(model: Job, image: bytes, *, source: str = "image", snapshot: str =
         inside = found["inspect"]
         answer.update(layers=[_layer(layer) for layer in inside["layers"]], params=inside["params"],
                       trainable=inside["trainable"])
-        found = _ask(model, image, "saliency", snapshot or None, class_index, source)
+        found = _ask(model, image, "saliency", snapshot or None, class_index, layer or None, source)
         answer["seconds"] += found["seconds"]
     if "saliency" in found:
         answer["saliency"] = _saliency(found)

@@ -1,7 +1,8 @@
 """What Classify one takes (the page and ``POST /api/models/<id>/classify``):
 one image, uploaded, picked from the model's dataset (a split and a
 position in it) or named by a path below ``DATASET_ROOTS``; the snapshot;
-whether to look inside the network; the class to show a saliency map for.
+whether to look inside the network; the class to show a saliency map for
+and the convolution to compute it at.
 
 The form only reads the image's bytes: decoding is the model server's job
 (with the decompression-bomb limit), so a file that is not an image comes
@@ -24,7 +25,7 @@ from . import trained
 
 MAX_IMAGE_BYTES = 10 * 2**20
 SOURCES = ("image", "index", "path")  # the fields an image may come from
-TEXT_FIELDS = ("snapshot", "split", "path")
+TEXT_FIELDS = ("snapshot", "split", "path", "layer")
 BOOLEAN_TEXT = {"true": True, "on": True, "1": True, "false": False, "off": False, "0": False, "": False}
 
 
@@ -36,6 +37,8 @@ class ClassifyForm(forms.Form):
     path = forms.CharField(required=False, max_length=4096, help_text="An image file on the server.")
     snapshot = forms.CharField(required=False, max_length=200, help_text="Empty: the best one.")
     visualize = forms.Field(required=False, help_text="Every layer and a saliency map.")
+    layer = forms.CharField(required=False, max_length=200,
+                            help_text="The convolution to compute the saliency map at; empty: one with a useful resolution.")
 
     def __init__(self, model: Job, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -39,7 +39,7 @@ def classify_api(request: HttpRequest, model_id: int) -> JsonResponse:
     data = form.cleaned_data
     try:
         answer = classify(model, data["image_bytes"], source=data["source"], snapshot=data["snapshot"],
-                          visualize=data["visualize"], class_index=data["class"])
+                          visualize=data["visualize"], class_index=data["class"], layer=data["layer"])
     except Refused as exc:
         if exc.errors:
             raise BadRequest(exc.errors) from None

@@ -22,6 +22,7 @@ OUTCOMES = ("correct", "wrong", "unlabelled", "unreadable")
 MAX_PAGE_SIZE = 500
 # With this many classes or fewer top-5 accuracy is always 100% (see ``report``).
 TOP5_CLASSES = 5
+LISTS = ("mistakes",)  # lists of row numbers in the report that the rows API pages through
 
 
 class BadQuery(Exception):
@@ -99,11 +100,23 @@ def _chosen(query: dict[str, str], count: int) -> list[int] | None:
     return chosen
 
 
+def _listed(query: dict[str, str], found: dict[str, Any]) -> list[int] | None:
+    """The report's list of row numbers ``query`` names (``list=mistakes``: most confident first), or None."""
+    raw = query.get("list", "")
+    if raw == "":
+        return None
+    if raw not in LISTS:
+        raise BadQuery({"list": [f"The list must be one of {', '.join(LISTS)}."]})
+    return found.get(raw) or []
+
+
 def select(job: Job, query: dict[str, str]) -> dict[str, Any]:
     """One page of rows: ``label`` and ``predicted`` (class indices),
-    ``outcome`` (correct, wrong, unlabelled, unreadable) or ``rows`` (row
-    numbers, in their order); ``page`` from 1 and ``size`` up to 500."""
-    found, classes = rows(job), (report(job) or {}).get("classes", [])
+    ``outcome`` (correct, wrong, unlabelled, unreadable), ``rows`` (row
+    numbers, in their order) or ``list`` (the report's mistakes, most
+    confident first); ``page`` from 1 and ``size`` up to 500."""
+    found, whole = rows(job), report(job) or {}
+    classes = whole.get("classes", [])
     label, predicted = _index(query, "label", len(classes)), _index(query, "predicted", len(classes))
     wanted = query.get("outcome", "")
     if wanted and wanted not in OUTCOMES:
@@ -111,6 +124,7 @@ def select(job: Job, query: dict[str, str]) -> dict[str, Any]:
     size, page = _index(query, "size", MAX_PAGE_SIZE + 1), _index(query, "page", 10**9)
     size, page = size or 50, page or 1
     chosen = _chosen(query, len(found))
+    chosen = chosen if chosen is not None else _listed(query, whole)
     picked = [found[i] for i in chosen] if chosen is not None else [
         row for row in found
         if (label is None or row["label"] == label)

@@ -16,11 +16,14 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image
 
 from datasets.forms import DatasetForm
+from inference import services
 from inference.forms import EvaluationForm
 from jobs.models import Job, Status
 from tests.trainfiles import CLASSES, bars, make_dataset, train_config
 from trainer import events
 from trainer.distributed import Placement
+from trainer.evaluation_files import OUTPUT, REPORT, RESULTS
+from trainer.inference.job import page_report
 from trainer.train import Run
 
 CPU = Placement(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
@@ -127,3 +130,20 @@ def submit_list(owner, model: Job, text: str) -> Job:
     form = EvaluationForm({"model": model.pk, "source": "list", "list_text": text, "top_n": 5})
     assert form.is_valid(), form.errors
     return form.submit(owner)
+
+
+def evaluated_split(owner, mistakes: int, correct: int = 20) -> Job:
+    """A done evaluation of a model's val split (as the web sees it: no model is run) whose results hold
+    ``mistakes`` wrong rows (their confidence falling with their row number) and ``correct`` right ones."""
+    count = mistakes + correct
+    model = model_with_snapshot(owner, train=1, val=-(-count // len(CLASSES)))
+    job = services.evaluate(owner, model, "val", "")
+    rows = [{"index": i, "name": f"val/{i}", "label": i % len(CLASSES), "error": None,
+             "top": [[(i + int(i < mistakes)) % len(CLASSES), 0.99 - i / (2 * count)],
+                     [(i + 1 + int(i < mistakes)) % len(CLASSES), 0.005]]} for i in range(count)]
+    output = job.folder / OUTPUT
+    output.mkdir(parents=True)
+    (output / RESULTS).write_text(json.dumps({"rows": rows}))
+    (output / REPORT).write_text(json.dumps({**page_report(rows, list(CLASSES), 5), "snapshot": "epoch-1.pt"}))
+    assert job.transition(Status.DONE, [Status.QUEUED])
+    return job

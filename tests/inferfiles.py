@@ -31,12 +31,16 @@ def trained_job(folder: Path, dataset: Path, **overrides) -> Path:
     return folder
 
 
-def untrained_job(folder: Path, dataset: Path, name: str) -> Path:
-    """A job folder whose snapshot is a freshly built network (no training)."""
-    config = {**train_config(dataset, network={"source": "standard", "name": name}), "job_id": 2}
+def untrained_job(folder: Path, dataset: Path, name: str, **overrides) -> Path:
+    """A job folder whose snapshot is a freshly built network (no training)
+    for the images of ``dataset``; ``overrides`` of the training params (``crop``, ``mean``)."""
+    config = {**train_config(dataset, network={"source": "standard", "name": name}, **overrides), "job_id": 2}
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps(config))
-    model = build(config["network"], 1, 4, 28, 28)
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    height, width, channels = manifest["image_shape"]
+    crop = config["crop"]
+    model = build(config["network"], channels, len(manifest["classes"]), crop or height, crop or width)
     checkpoint.save(folder / jobfiles.LAST_CHECKPOINT, {"model": model.state_dict()})
     return folder
 

@@ -15,7 +15,8 @@ without this project.
   small image sizes;
 - ``labels.txt``, ``mean.npy`` (what to subtract, in pixel units),
   ``mean.png``, ``info.json`` (the preprocessing) and a ``README.md`` with
-  a short onnxruntime example.
+  the code that classifies an image with onnxruntime exactly as the app
+  does (``trainer/archive_classify.py``, copied in).
 
 The archive is written next to its destination and renamed into place, so
 a half-written one is never seen.
@@ -39,6 +40,9 @@ from safetensors.torch import save as safetensors_bytes
 
 from trainer.inference.errors import InferenceError
 from trainer.inference.model import Loaded, mean_pixels
+from trainer.inference.preprocess import FILL_SEED
+
+EXAMPLE = Path(__file__).with_name("archive_classify.py")  # the README's code, run by the tests as it stands
 
 MAX_BATCH = 4096
 ARCHIVE_VERSION = 1
@@ -59,23 +63,15 @@ A {classes}-class image classifier exported from digitslike (snapshot `{snapshot
 | `mean.npy`, `mean.png` | what preprocessing subtracts (pixel units, H×W×C) |
 | `info.json` | the preprocessing, below |
 
-Preprocessing: decode as {mode}, resize to {image_width}×{image_height} (this model's dataset used the
-`{resize_mode}` mode; the example squashes, which is the same only for `squash`), scale pixels to
-[0, 1] (× {scale}), subtract `mean.npy` × {scale}, take the centred {width}×{height} window,
-lay out as channels × height × width.
+Preprocessing (`info.json`): decode as {mode} (a JPEG at the smallest scale that still covers what the
+resize makes of it, turned upright by its EXIF orientation), resize to {image_width}×{image_height} in the
+`{resize_mode}` mode, scale pixels to [0, 1] (÷ 255), subtract `mean.npy` ÷ 255, take the centred
+{width}×{height} window, lay out as channels × height × width. The code below does exactly that, as the
+app does; save it as `classify.py` in this folder and run `python classify.py photo.jpg` (it needs numpy,
+Pillow and onnxruntime) for the top five classes with their probabilities.
 
 ```python
-import json, numpy as np, onnxruntime as ort
-from PIL import Image
-info, labels = json.load(open("info.json")), open("labels.txt").read().splitlines()
-image = Image.open("image.png").convert(info["pil_mode"]).resize((info["image_width"], info["image_height"]), Image.BILINEAR)
-x = np.asarray(image, np.float32).reshape(info["image_height"], info["image_width"], -1) * info["scale"]
-x = x - np.load("mean.npy") * info["scale"]
-top, left = (info["image_height"] - info["height"]) // 2, (info["image_width"] - info["width"]) // 2
-x = x[top:top + info["height"], left:left + info["width"]].transpose(2, 0, 1)[None].astype(np.float32)
-logits = ort.InferenceSession("model.onnx").run(None, {{"image": x}})[0][0]
-print(labels[int(logits.argmax())])
-```
+{code}```
 """
 
 
@@ -86,7 +82,7 @@ def info(loaded: Loaded) -> dict[str, Any]:
             "snapshot": loaded.snapshot, "channels": loaded.channels, "pil_mode": "L" if loaded.channels == 1 else "RGB",
             "image_height": image_height, "image_width": image_width, "resize_mode": loaded.resize_mode,
             "height": height, "width": width, "crop": loaded.normalizer.crop, "mean": loaded.mean_mode,
-            "scale": 1 / 255, "layout": "NCHW", "input": "image", "output": "logits"}
+            "scale": 1 / 255, "fill_seed": FILL_SEED, "layout": "NCHW", "input": "image", "output": "logits"}
 
 
 def program(loaded: Loaded) -> torch.export.ExportedProgram:
@@ -134,7 +130,8 @@ def archive_files(loaded: Loaded) -> dict[str, bytes]:
     mean = mean_pixels(loaded)
     description = info(loaded)
     readme = README.format(**{**description, "title": loaded.network.get("name") or loaded.network.get("source"),
-                              "classes": len(loaded.classes), "mode": description["pil_mode"]})
+                              "classes": len(loaded.classes), "mode": description["pil_mode"],
+                              "code": EXAMPLE.read_text(encoding="utf-8")})
     return {
         "weights.safetensors": safetensors_bytes(weights),
         "model.pt2": buffer.getvalue(),

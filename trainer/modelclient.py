@@ -79,13 +79,14 @@ def ask(client: redis.Redis, prefix: str, request: dict[str, Any], timeout: floa
 
 
 def classify(client: redis.Redis, prefix: str, job_id: int, image: bytes, *, operation: str = "classify",
-             snapshot: str | None = None, class_index: int | None = None, timeout: float = 30) -> dict[str, Any]:
+             snapshot: str | None = None, class_index: int | None = None, layer: str | None = None,
+             timeout: float = 30) -> dict[str, Any]:
     """Classify ``image`` (the file's bytes) with the model of job ``job_id``
     (its ``snapshot``, default the best). ``operation`` ``inspect`` adds
     every layer, ``saliency`` the Grad-CAM of ``class_index`` (default the top
-    class). PNGs in the answer are base64 strings."""
+    class) at the convolution named ``layer`` (default: one with a useful resolution). PNGs in the answer are base64 strings."""
     if operation not in OPERATIONS:
         raise ValueError(f"operation must be one of {', '.join(OPERATIONS)}, not {operation!r}")
-    request = {"op": operation, "job": int(job_id), "snapshot": snapshot, "class": class_index,
+    request = {"op": operation, "job": int(job_id), "snapshot": snapshot, "class": class_index, "layer": layer,
                "image": base64.b64encode(image).decode("ascii")}
     return ask(client, prefix, request, timeout)

@@ -131,7 +131,7 @@ class Server:
         if operation == "inspect":
             result["inspect"] = inspect(loaded, prepared)
         if operation == "saliency":
-            result["saliency"] = saliency(loaded, prepared, request.get("class"))
+            result["saliency"] = saliency(loaded, prepared, request.get("class"), request.get("layer"))
         result["seconds"] = time.perf_counter() - started
         return _encoded(result)
 

@@ -37,7 +37,12 @@ def test_classify_an_image_and_see_the_top_5_a_layer_and_where_the_network_looke
     assert page.evaluate("document.getElementById('saliency-image').naturalWidth") == 28
 
     page.select_option("#saliency-class", "2")
-    expect(page.locator("#saliency-caption")).to_have_text("Where the network looked for diagonal: red most, blue least.")
+    expect(page.locator("#saliency-caption")).to_have_text(
+        "Where the network looked for diagonal, computed at conv3 (8×8, upsampled to the input): red most, blue least.")
+    expect(page.locator("#saliency-layer option")).to_have_text(["conv1 (24×24)", "conv3 (8×8)"])
+    page.select_option("#saliency-layer", "conv1")
+    expect(page.locator("#saliency-caption")).to_have_text(
+        "Where the network looked for diagonal, computed at conv1 (24×24, upsampled to the input): red most, blue least.")
 
     page.evaluate("document.getElementById('classify-seen').removeAttribute('src')")
     image = bar_images(1, seed=9)[0][0]

@@ -29,7 +29,7 @@ from tests.clients import signed_in
 from tests.evalfiles import dataset_job, imports, write_bars
 from tests.inferfiles import bar_images, png, trained_job, untrained_job
 from tests.modelservers import model_server  # noqa: F401  (the fixture)
-from tests.trainfiles import make_dataset, train_config
+from tests.trainfiles import bars, make_dataset, train_config
 from trainer import events, jobfiles
 
 LENET_PARAMS = 431_080 - 6 * 501  # 10 classes in the reference count, 4 here
@@ -75,6 +75,22 @@ def resnet(alice) -> Job:
     events.append(model.folder, "result", {"epochs": 1})
     return model
 
+
+
+@pytest.fixture
+def resnet64(alice) -> Job:
+    """A done training job whose snapshot is a freshly built ResNet-18 for 64×64 colour images."""
+    dataset = Job.objects.create(kind="dataset", name="colour bars", owner=alice, status=Status.DONE)
+    make_dataset(dataset.folder / "dataset", {"train": 2, "val": 2}, size=64, channels=3,
+                 draw=lambda label, size, rng: np.repeat(bars(label, size, rng), 3, axis=2))
+    params = train_config(dataset.folder / "dataset", dataset=dataset.pk, network={"source": "standard", "name": "resnet18"})
+    model = Job.objects.create(kind="train", name="resnet18", owner=alice, status=Status.DONE, params=params,
+                               resources={"device": "cpu", "count": 1})
+    untrained_job(model.folder, dataset.folder / "dataset", "resnet18")
+    checkpoints = model.folder / jobfiles.CHECKPOINTS
+    shutil.copyfile(checkpoints / jobfiles.LAST, checkpoints / jobfiles.BEST)
+    events.append(model.folder, "result", {"epochs": 1})
+    return model
 
 
 def upload(client: Client, model: Job, image: bytes, **fields) -> HttpResponse:
@@ -193,6 +209,30 @@ def refusal(response, field: str) -> str:
     assert field in errors, errors
     message = errors[field][0]
     return message["message"] if isinstance(message, dict) else message
+
+
+def test_grad_cam_on_a_small_resnet_looks_at_a_layer_with_a_useful_resolution_or_the_one_chosen(
+        resnet64, alice, model_server):  # noqa: F811
+    """ResNet-18's last convolution is 2×2 at 64×64: the map is computed at the deepest convolution whose output is
+    at least 7×7 unless the user names another, and the answer says which and at what resolution."""
+    client = signed_in(alice)
+    image = png(np.repeat(bars(1, 64, np.random.default_rng(4)), 3, axis=2))
+    response = upload(client, resnet64, image, **{"class": "1"})
+    assert response.status_code == 200, response.content
+    saliency = response.json()["saliency"]
+    assert (saliency["layer"], saliency["size"]) == ("layer2.1.conv2", [8, 8])
+    assert min(saliency["size"]) >= 4 and picture(saliency["image"]).size == (64, 64)
+    offered = {layer["name"]: layer["size"] for layer in saliency["layers"]}
+    assert offered["conv1"] == [32, 32] and offered["layer3.1.conv2"] == [4, 4] and offered["layer4.1.conv2"] == [2, 2]
+
+    chosen = upload(client, resnet64, image, layer="layer3.1.conv2").json()["saliency"]
+    assert (chosen["layer"], chosen["size"], chosen["index"]) == ("layer3.1.conv2", [4, 4], response.json()["top"][0]["index"])
+    with_layers = upload(client, resnet64, image, visualize="true", layer="layer4.1.conv2").json()
+    assert (with_layers["saliency"]["layer"], with_layers["saliency"]["size"]) == ("layer4.1.conv2", [2, 2])
+
+    message = refusal(upload(client, resnet64, image, layer="layer9.conv"), "layer")
+    assert "no convolution named 'layer9.conv'" in message and "layer2.1.conv2" in message
+    assert "Give text" in refusal(post_json(client, resnet64, {"index": 1, "layer": ["conv1"]}), "layer")
 
 
 @pytest.mark.parametrize("image, words", [

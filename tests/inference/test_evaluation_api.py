@@ -15,7 +15,7 @@ from django.test import Client
 
 from jobs.models import Job, Status
 from tests.clients import signed_in
-from tests.evalfiles import imports, model_with_snapshot, write_bars
+from tests.evalfiles import evaluated_split, imports, model_with_snapshot, write_bars
 
 
 def post(client, url, body):
@@ -252,3 +252,23 @@ def test_a_page_of_rows_holds_at_most_500_and_so_does_a_list_of_row_numbers(alic
         shown = [row["index"] for row in answer.json()["rows"]]
         assert answer.json()["total"] == (600 if field == "size" else 500)
         assert shown == (list(range(500)) if field == "size" else list(range(499, -1, -1)))
+
+
+@pytest.mark.parametrize("mistakes", [48, 49])
+def test_the_mistakes_come_a_page_at_a_time_most_confident_first(alice, mistakes):
+    """A page of 48: exactly one page of mistakes, and one more than a page."""
+    evaluation = evaluated_split(alice, mistakes)
+    client = signed_in(alice)
+
+    def page(number: int) -> dict:
+        response = client.get(f"/api/evaluations/{evaluation.pk}/rows", {"list": "mistakes", "page": number, "size": 48})
+        assert response.status_code == 200, response.content
+        return response.json()
+
+    first, second = page(1), page(2)
+    assert first["total"] == second["total"] == mistakes
+    assert [row["index"] for row in first["rows"] + second["rows"]] == list(range(mistakes)), "most confident first"
+    assert len(first["rows"]) == 48 and len(second["rows"]) == mistakes - 48
+    row = first["rows"][0]
+    assert row["label_name"] == "horizontal" and row["top"][0]["class"] == "vertical" and row["outcome"] == "wrong"
+    assert "must be" in refused(client.get(f"/api/evaluations/{evaluation.pk}/rows", {"list": "everything"}), "list")

@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 
 from jobs.models import Status
 from tests.browser import needs_chromium, sign_up
-from tests.evalfiles import imports, submit_list, trained_model, write_bars
+from tests.evalfiles import evaluated_split, imports, submit_list, trained_model, write_bars
 from tests.jobtools import wait_status
 
 pytestmark = needs_chromium
@@ -62,3 +62,30 @@ def test_clicking_a_confusion_matrix_cell_shows_its_images(page, worker):  # noq
     expect(page.locator("#compare-table tbody tr")).to_have_count(1)
     expect(page.locator("#compare-table td.status")).to_have_text("Done", timeout=60_000)
     expect(page.locator("#compare-table td.top1")).to_contain_text("%")
+
+
+def test_the_mistakes_are_paged_with_their_captions_in_full_and_the_matrix_shows_its_counts(page):
+    from playwright.sync_api import expect
+
+    sign_up(page, "ada")
+    evaluation = evaluated_split(User.objects.get(username="ada"), mistakes=49)
+    page.goto(f"/jobs/{evaluation.pk}/")
+    figures = page.locator("#mistakes-images figure")
+    expect(figures).to_have_count(48)
+    expect(page.locator("#mistakes-where")).to_have_text("page 1 of 2")
+    expect(figures.first.locator("figcaption")).to_have_text("true horizontalpredicted vertical (99.0%)")
+    assert page.evaluate("""() => [...document.querySelectorAll('#mistakes-images figcaption')]
+        .every((caption) => caption.scrollWidth <= caption.clientWidth)"""), "no caption is cut off"
+    page.click("#mistakes-next")
+    expect(figures).to_have_count(1)
+    expect(page.locator("#mistakes-where")).to_have_text("page 2 of 2")
+    expect(page.locator("#mistakes-next")).to_be_disabled()
+
+    counts = page.locator("#confusion-chart .heatmaplayer text")
+    expect(counts).to_have_count(16)
+    expect(counts.nth(1)).to_have_text("13")  # true horizontal, predicted vertical
+    darkest = page.evaluate("""() => {
+      const trace = document.getElementById("confusion-chart")._fullData[0];
+      return trace.colorscale[trace.colorscale.length - 1][1];
+    }""")
+    assert darkest == "#08306b", "the largest count is drawn darkest"

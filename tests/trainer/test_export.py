@@ -18,6 +18,7 @@ import onnxruntime
 import pytest
 import torch
 import torchvision
+from PIL import ExifTags, Image
 from safetensors.torch import load as safetensors_load
 
 from tests.inferfiles import CPU, bar_images, png, trained_job, untrained_job
@@ -76,19 +77,56 @@ def test_a_resnet18_round_trips_through_the_program_and_onnxruntime(tmp_path, da
     check_round_trip(untrained_job(tmp_path / "resnet", dataset, "resnet18"), tmp_path)
 
 
-def test_the_readme_example_classifies_an_image_with_onnxruntime(tmp_path, lenet_job):
-    loaded = load_model(lenet_job)
+def photo(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
+    """A photo-like colour picture: smooth gradients, a few soft blobs, grain."""
+    side = max(width, height)
+    rows, cols = np.mgrid[0:height, 0:width] / side
+    picture = np.stack([200 * rows, 150 * cols, 100 + 80 * np.sin(6 * rows * cols)], axis=2)
+    for _ in range(4):
+        y, x, radius = rng.uniform(0, height / side), rng.uniform(0, width / side), rng.uniform(0.05, 0.2)
+        picture += rng.uniform(-120, 120, 3) * np.exp(-((rows - y) ** 2 + (cols - x) ** 2) / radius**2)[:, :, None]
+    return np.clip(picture + rng.normal(0, 6, picture.shape), 0, 255).astype(np.uint8)
+
+
+def turned_jpeg(path: Path, orientation: int) -> Path:
+    """A 400×240 JPEG whose EXIF says to show it turned (6 or 8): upright it is 240×400."""
+    exif = Image.Exif()
+    exif[ExifTags.Base.Orientation] = orientation
+    Image.fromarray(photo(np.random.default_rng(orientation), 400, 240)).save(path, "JPEG", quality=90, exif=exif)
+    return path
+
+
+def colour_dataset(folder: Path, resize_mode: str) -> Path:
+    """Five classes of 32×32 colour pictures, built with ``resize_mode``."""
+    make_dataset(folder, {"train": 4, "val": 2}, size=32, channels=3, classes=("a", "b", "c", "d", "e"),
+                 draw=lambda label, size, rng: photo(rng, size, size))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "options": {"resize_mode": resize_mode}}))
+    return folder
+
+
+@pytest.mark.parametrize(("resize_mode", "crop", "mean", "orientation"), [
+    ("squash", None, "image", 6), ("crop", 28, "pixel", 8), ("half_crop", 28, "image", 6), ("fill", None, "none", 8)])
+def test_the_readmes_code_classifies_a_turned_jpeg_as_the_app_does(tmp_path, resize_mode, crop, mean, orientation):
+    """The README's code, run on its own with onnxruntime, decodes a JPEG as the app does (drafted at the size
+    the resize mode needs, turned upright by its EXIF orientation), prepares it the same way and prints the
+    same top five with the same probabilities."""
+    torch.manual_seed(0)
+    dataset = colour_dataset(tmp_path / "dataset", resize_mode)
+    loaded = load_model(untrained_job(tmp_path / "job", dataset, "lenet", crop=crop, mean=mean))
     with zipfile.ZipFile(export_archive(loaded, tmp_path / "model.zip")) as files:
-        files.extractall(tmp_path)
-    readme = (tmp_path / "README.md").read_text()
-    snippet = readme.split("```python\n")[1].split("```")[0]
-    assert len(snippet.strip().splitlines()) <= 10
-    image, label = bar_images(1, seed=9)[0]
-    (tmp_path / "image.png").write_bytes(image)
-    (tmp_path / "example.py").write_text(snippet)
-    printed = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, check=True,
-                             env={**os.environ, "OMP_NUM_THREADS": "1"}).stdout.strip()
-    assert printed == classify(loaded, [image])[0][0]["class"]
+        files.extractall(tmp_path / "archive")
+    readme = (tmp_path / "archive" / "README.md").read_text()
+    (tmp_path / "archive" / "classify.py").write_text(readme.split("```python\n")[1].split("```")[0])
+    image = turned_jpeg(tmp_path / "photo.jpg", orientation)
+
+    printed = subprocess.run([sys.executable, "classify.py", str(image)], cwd=tmp_path / "archive",
+                             capture_output=True, text=True, check=True,
+                             env={**os.environ, "OMP_NUM_THREADS": "1"}).stdout.strip().splitlines()
+    rows = [line.rsplit(None, 1) for line in printed]
+    app = classify(loaded, [image.read_bytes()])[0]
+    assert [name for name, _ in rows] == [top["class"] for top in app]
+    assert [float(p) for _, p in rows] == pytest.approx([top["probability"] for top in app], abs=1e-5)
 
 
 def test_an_archive_comes_back_as_pretrained_weights_and_fine_tunes(tmp_path, lenet_job, dataset):

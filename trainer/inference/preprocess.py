@@ -58,7 +58,7 @@ def decode(loaded: Loaded, source: Source) -> np.ndarray:
     height, width = loaded.image_size
     try:
         image = load_image(bytes(source) if isinstance(source, bytearray) else source, loaded.channels,
-                           draft=(width, height), max_pixels=MAX_PIXELS)
+                           draft=(width, height), resize_mode=loaded.resize_mode, max_pixels=MAX_PIXELS)
     except ImageError as exc:
         raise InferenceError(f"The file cannot be used as an image: {exc}.") from None
     pixels = resize(image, width, height, loaded.resize_mode, np.random.default_rng(FILL_SEED))

@@ -61,10 +61,15 @@ function showTop(answer) {
   $("classify-result").hidden = false;
 }
 
+// The layer list comes with each map: every convolution with its output's size.
 function showSaliency(saliency) {
   $("saliency-image").src = saliency.image;
   $("saliency-class").value = String(saliency.index);
-  $("saliency-caption").textContent = `Where the network looked for ${saliency.class}: red most, blue least.`;
+  $("saliency-layer").replaceChildren(...saliency.layers.map((layer) =>
+    el("option", { value: layer.name }, `${layer.name} (${layer.size.join("×")})`)));
+  $("saliency-layer").value = saliency.layer;
+  $("saliency-caption").textContent = `Where the network looked for ${saliency.class}, computed at ${saliency.layer} `
+    + `(${saliency.size.join("×")}, upsampled to the input): red most, blue least.`;
   $("classify-saliency").hidden = false;
 }
 
@@ -143,6 +148,7 @@ async function classify(event) {
 async function saliencyFor() {
   const body = input();
   body.append("class", $("saliency-class").value);
+  body.append("layer", $("saliency-layer").value);
   $("saliency-caption").textContent = "Looking…";
   try {
     showSaliency((await ask(body)).saliency);
@@ -153,6 +159,7 @@ async function saliencyFor() {
 
 $("classify-form").addEventListener("submit", classify);
 $("saliency-class").addEventListener("change", saliencyFor);
+$("saliency-layer").addEventListener("change", saliencyFor);
 $("classify-image").addEventListener("change", () => {
   pick(null);
   $("classify-path").value = "";

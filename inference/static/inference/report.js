@@ -9,9 +9,13 @@ import { api, on } from "../js/live.js";
 
 const data = JSON.parse(document.getElementById("evaluation-data").textContent);
 const PAGE_SIZE = 50;
+const MISTAKES_PAGE = 48;
 const CELL_IMAGES = 200;
+// The largest count darkest; plotly's own "Blues" runs the other way.
+const COUNT_SCALE = [[0, "#f7fbff"], [0.5, "#6baed6"], [1, "#08306b"]];
 let report = null;
 let page = 1;
+let mistakesPage = 1;
 
 const $ = (id) => document.getElementById(id);
 
@@ -23,11 +27,13 @@ function topText(row) {
   return row.top.length ? `${row.top[0].class} (${pct(row.top[0].probability)})` : row.error;
 }
 
+// The caption in full, wrapped: the true class, then what the model said.
 function figure(row) {
-  const truth = row.label_name === null ? "" : `${row.label_name} → `;
   return el("figure", { class: row.outcome, dataset: { row: row.index } },
     row.image ? el("img", { src: row.image, alt: row.name, class: "pixelated" }) : null,
-    el("figcaption", { title: `${row.name}: ${truth}${topText(row)}` }, `${truth}${topText(row)}`));
+    el("figcaption", { title: row.name },
+      row.label_name === null ? null : el("span", { class: "truth" }, `true ${row.label_name}`),
+      el("span", { class: "said" }, row.top.length ? `predicted ${topText(row)}` : row.error)));
 }
 
 async function gallery(target, indices) {
@@ -63,7 +69,8 @@ function showConfusion() {
   const names = report.classes;
   const chart = $("confusion-chart");
   plot(chart, [{
-    type: "heatmap", z: report.confusion, x: names, y: names, colorscale: "Blues", xgap: 1, ygap: 1,
+    type: "heatmap", z: report.confusion, x: names, y: names, colorscale: COUNT_SCALE, xgap: 1, ygap: 1,
+    texttemplate: "%{z}", zmin: 0,
     hovertemplate: "true %{y}<br>predicted %{x}<br>%{z} image(s)<extra></extra>",
   }], {
     margin: { t: 10, l: 100, b: 80, r: 10 },
@@ -85,12 +92,24 @@ function showPerClass() {
   $("per-class").hidden = false;
 }
 
+// A page of mistakes at a time, from the server: the page never loads all of them.
+async function showMistakePage() {
+  const found = await fetchRows({ list: "mistakes", page: mistakesPage, size: MISTAKES_PAGE });
+  const pages = Math.max(1, Math.ceil(found.total / MISTAKES_PAGE));
+  $("mistakes-images").replaceChildren(...(found.rows.length ? found.rows.map(figure) : [el("p", { class: "muted" }, "None.")]));
+  $("mistakes-where").textContent = `page ${mistakesPage} of ${pages}`;
+  $("mistakes-previous").disabled = mistakesPage <= 1;
+  $("mistakes-next").disabled = mistakesPage >= pages;
+}
+
 function showMistakes() {
   if (!report.labelled) return;
   $("mistakes-count").textContent = report.mistakes_total > report.mistakes.length
     ? `The ${report.mistakes.length} most confident of ${report.mistakes_total} mistakes.`
     : `${report.mistakes_total} mistake(s).`;
-  gallery($("mistakes-images"), report.mistakes);
+  $("mistakes-previous").addEventListener("click", () => { mistakesPage -= 1; showMistakePage(); });
+  $("mistakes-next").addEventListener("click", () => { mistakesPage += 1; showMistakePage(); });
+  showMistakePage();
   $("mistakes").hidden = false;
 }
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, then every test on SQLite, then on PostgreSQL.
+# The whole test suite: lint, then every test on SQLite, then again on
+# PostgreSQL every test that may use the database (the others, the trainer's
+# among them, run the same whatever the database: see tests/plugin.py).
 # `make test` runs this after installing the dev requirements into .venv.
 #
 # It needs redis-server and Chromium (installed with apt-get when run as root,
@@ -65,7 +67,7 @@ set +e
 $BIN/python -m pytest "$@"
 sqlite=$?
 echo "== tests on PostgreSQL ($PG_URL)"
-DATABASE_URL="$PG_URL" $BIN/python -m pytest "$@"
+DATABASE_URL="$PG_URL" DATABASE_TESTS_ONLY=1 $BIN/python -m pytest "$@"
 postgres=$?
 set -e
 echo "== SQLite: exit $sqlite; PostgreSQL: exit $postgres"

@@ -27,6 +27,26 @@ os.environ.update({
 })
 
 
+# A test that may use the database asks for one of these (its users, a
+# worker or a web server over the test database ask for them in turn).
+DATABASE_FIXTURES = {"db", "transactional_db", "django_db_setup"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """With ``DATABASE_TESTS_ONLY`` set (the second database's pass of
+    ``make test``), only the tests that may use the database run: the others
+    ran in the first pass, and run the same whatever the database is, since
+    pytest-django refuses database access to a test that did not ask for it."""
+    if not os.environ.get("DATABASE_TESTS_ONLY"):
+        return
+    kept, left = [], []
+    for item in items:
+        uses_database = DATABASE_FIXTURES & set(item.fixturenames) or item.get_closest_marker("django_db")
+        (kept if uses_database else left).append(item)
+    config.hook.pytest_deselected(items=left)
+    items[:] = kept
+
+
 def pytest_unconfigure(config):
     REDIS.stop()
     shutil.rmtree(ROOT, ignore_errors=True)

@@ -176,4 +176,4 @@ def test_a_failure_is_its_own_error_when_among_the_last_1000_events(alice, after
         eventlog.append(job.folder, "progress", {"progress": step / after})
     (job.folder / "log.txt").write_text("last words\n")
     message = runner.failure_message(job, 3)
-    assert message == ("out of patience" if found else "The job's process exited with code 3.\nlast words")
+    assert message == ("out of patience" if found else "The job's process exited with code 3; its log shows why.")

@@ -21,7 +21,9 @@ from digitslike import nulbytes
 from jobs import kinds
 from jobs.models import Job, Status
 from tests.datasetfiles import class_folders, image_bytes, tar_of
+from tests.evalfiles import uploaded_dataset_job
 from tests.jobtools import wait_status
+from tests.trainfiles import make_dataset
 from trainer.datastore import SplitReader
 
 
@@ -386,3 +388,21 @@ def test_no_answer_names_the_data_folder_or_a_roots_path(client, roots, worker, 
     shown = client.get(f"/api/datasets/{job.pk}").content.decode() + client.get(f"/api/jobs/{job.pk}").content.decode()
     assert not any(path in shown for path in server_paths), shown
     assert "imports/shapes" in shown
+
+
+@pytest.mark.parametrize("skipped, more", [(500, 0), (501, 1)])
+def test_the_page_lists_the_first_500_skipped_files_and_counts_the_rest(client, alice, skipped, more):
+    """``SKIPPED_SHOWN`` (500): a report of 500 skipped files is listed
+    whole; one more is listed to 500, with how many more and a link to it all."""
+    job = uploaded_dataset_job(alice)
+    manifest = make_dataset(job.folder / "dataset") / "manifest.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "options": job.params}))  # as the build records them
+    report = [{"path": f"photos/red/{n:04d}.jpg", "class": "red", "split": "train", "reason": "not an image"}
+              for n in range(skipped)]
+    (job.folder / "dataset" / "skipped.json").write_text(json.dumps(report))
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert page.count("photos/red/") == min(skipped, 500)
+    assert ("photos/red/0499.jpg" in page) and ("photos/red/0500.jpg" not in page)
+    assert (f"… and {more} more" in page) == bool(more)
+    whole = client.get(f"/datasets/{job.pk}/skipped.json")
+    assert whole.status_code == 200 and len(whole.json()) == skipped

@@ -5,8 +5,9 @@ saw it and the time it took; with ``visualize`` every layer and a saliency
 map; with a ``class`` the saliency map of that class.
 
 Refusals are ``Refused`` with the HTTP status they mean: 400 with field
-messages for bad input, 404 for a model or snapshot that is gone, 503 when
-no model server answers."""
+messages for bad input, 403 for a network of code the user may not run
+(``jobs.permissions.network_refusal``), 404 for a model or snapshot that is
+gone, 503 when no model server answers."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import time
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 
 from jobs import bus
 from jobs.models import Job
+from jobs.permissions import network_refusal
 from trainer import jobfiles, modelclient
 
 from . import trained
@@ -69,10 +72,18 @@ def problem(model: Job) -> str:
     return ""
 
 
-def _check(model: Job, snapshot: str) -> None:
+def refusal(user: User, model: Job) -> str:
+    """Why ``user`` may not classify with the model (its network is code the
+    model server would run for them), or ''."""
+    return network_refusal(user, model, "classify with it")
+
+
+def _check(user: User, model: Job, snapshot: str) -> None:
     """The web's own look at the model (no torch): refused when it cannot answer."""
     if reason := problem(model):
         raise Refused(reason, 400, {"model": [reason]})
+    if reason := refusal(user, model):
+        raise Refused(reason, 403)
     names = trained.snapshots(model)
     if snapshot and snapshot not in (*names, jobfiles.BEST, jobfiles.LAST):
         raise Refused(f"The model has no snapshot {snapshot!r}; it has {', '.join(names)}.", 404)
@@ -95,11 +106,11 @@ def _saliency(found: dict[str, Any]) -> dict[str, Any]:
             "image": _picture(saliency["png"])}
 
 
-def classify(model: Job, image: bytes, *, source: str = "image", snapshot: str = "", visualize: bool = False,
+def classify(user: User, model: Job, image: bytes, *, source: str = "image", snapshot: str = "", visualize: bool = False,
              class_index: int | None = None) -> dict[str, Any]:
-    """The answer for ``image`` (the file's bytes; ``source`` names the
-    field it came from, for messages). See the module's docstring."""
-    _check(model, snapshot)
+    """The answer for ``user`` about ``image`` (the file's bytes; ``source``
+    names the field it came from, for messages). See the module's docstring."""
+    _check(user, model, snapshot)
     started = time.perf_counter()
     operation = "inspect" if visualize else "saliency" if class_index is not None else "classify"
     found = _ask(model, image, operation, snapshot or None, class_index, source)

@@ -7,7 +7,9 @@ map; with a ``class`` the saliency map of that class.
 Refusals are ``Refused`` with the HTTP status they mean: 400 with field
 messages for bad input, 403 for a network of code the user may not run
 (``jobs.permissions.network_refusal``), 404 for a model or snapshot that is
-gone, 503 when no model server answers."""
+gone, 429 for a user with ``CLASSIFY_IN_FLIGHT_PER_USER`` requests in flight
+already (the model server answers one at a time, and one user's loop would
+keep everyone else waiting), 503 when no model server answers."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 
+from digitslike.userslots import Slots
 from jobs import bus
 from jobs.models import Job
 from jobs.permissions import network_refusal
@@ -30,14 +33,21 @@ PNG_URL = "data:image/png;base64,"
 # How the model server's messages about the image itself begin
 # (``trainer.inference.preprocess.decode``); its other refusals are about the model.
 IMAGE_MESSAGES = ("The image", "The file")
+# When a user refused for having too many requests in flight may try again:
+# about the time the model server takes to answer one.
+RETRY_AFTER_SECONDS = 2
+
+_in_flight = Slots()
 
 
 class Refused(Exception):
-    """``errors`` maps fields to messages (a 400); otherwise ``str(exc)`` is the message."""
+    """``errors`` maps fields to messages (a 400); otherwise ``str(exc)`` is
+    the message; ``retry_after``: seconds after which to try again."""
 
-    def __init__(self, message: str, status: int, errors: dict[str, list[str]] | None = None) -> None:
+    def __init__(self, message: str, status: int, errors: dict[str, list[str]] | None = None,
+                 retry_after: int | None = None) -> None:
         super().__init__(message)
-        self.status, self.errors = status, errors
+        self.status, self.errors, self.retry_after = status, errors, retry_after
 
 
 def _ask(model: Job, image: bytes, operation: str, snapshot: str | None, class_index: int | None,
@@ -111,6 +121,16 @@ def classify(user: User, model: Job, image: bytes, *, source: str = "image", sna
     """The answer for ``user`` about ``image`` (the file's bytes; ``source``
     names the field it came from, for messages). See the module's docstring."""
     _check(user, model, snapshot)
+    slot = _in_flight.take(user.pk, settings.CLASSIFY_IN_FLIGHT_PER_USER)
+    if slot is None:
+        raise Refused(f"{user.username} has {settings.CLASSIFY_IN_FLIGHT_PER_USER} images being classified, the most "
+                      "a user may at once; try again when one is answered.", 429, retry_after=RETRY_AFTER_SECONDS)
+    with slot:
+        return _answer(model, image, source, snapshot, visualize, class_index)
+
+
+def _answer(model: Job, image: bytes, source: str, snapshot: str, visualize: bool,
+            class_index: int | None) -> dict[str, Any]:
     started = time.perf_counter()
     operation = "inspect" if visualize else "saliency" if class_index is not None else "classify"
     found = _ask(model, image, operation, snapshot or None, class_index, source)

@@ -43,5 +43,8 @@ def classify_api(request: HttpRequest, model_id: int) -> JsonResponse:
     except Refused as exc:
         if exc.errors:
             raise BadRequest(exc.errors) from None
-        return error(str(exc), exc.status)
+        refused = error(str(exc), exc.status)
+        if exc.retry_after is not None:
+            refused["Retry-After"] = str(exc.retry_after)
+        return refused
     return JsonResponse(answer)

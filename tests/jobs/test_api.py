@@ -278,3 +278,17 @@ def test_a_number_that_is_not_finite_anywhere_in_a_json_body_is_refused_before_a
     assert refused.status_code == 400
     assert refused.json()["errors"] == {"lr_policy": ["Numbers must be finite (not NaN or infinite)."]}
     assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize("method, path, allowed", [
+    ("put", "/api/jobs/999", "GET, PATCH, DELETE"),
+    ("get", "/api/jobs/999/abort", "POST"),
+    ("delete", "/api/datasets", "POST"),
+    ("get", "/api/models/999/classify", "POST"),
+    ("patch", "/api/evaluations", "POST"),
+])
+def test_a_wrong_method_is_405_naming_the_allowed_ones_in_the_allow_header(alice, method, path, allowed):
+    wrong = send(signed_in(alice), method, path)
+    assert wrong.status_code == 405
+    assert wrong["Allow"] == allowed
+    assert wrong.json()["error"].startswith(f"Method {method.upper()} is not allowed here")

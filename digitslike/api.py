@@ -126,7 +126,10 @@ def api(*methods: str) -> Callable:
             if not request.user.is_authenticated:
                 return error("Authentication required: sign in, or send 'Authorization: Token <key>'.", 401)
             if request.method not in methods:
-                return error(f"Method {request.method} is not allowed here.", 405, allowed=list(methods))
+                # RFC 9110: a 405 names the methods the address takes.
+                refused = error(f"Method {request.method} is not allowed here.", 405, allowed=list(methods))
+                refused["Allow"] = ", ".join(methods)
+                return refused
             try:
                 return view(request, *args, **kwargs)
             except BadRequest as exc:

@@ -30,6 +30,8 @@ import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
+from trainer import environment  # noqa: E402
+
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 STOP_GRACE_SECONDS = 10
 # Open live-event streams never end by themselves; stop waiting for them after this.
@@ -97,11 +99,11 @@ def wait_for_redis(url: str, process: subprocess.Popen) -> None:
     raise LaunchError(f"redis-server did not start; see {settings.DATA_DIR / 'redis' / 'redis.log'}")
 
 
-def start(name: str, argv: list[str]) -> subprocess.Popen:
+def start(name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
     # A session of its own: Ctrl-C reaches only this launcher, which then
     # stops each process the way that process needs.
     print(f"Starting {name}…", flush=True)
-    return subprocess.Popen(argv, start_new_session=True, cwd=settings.BASE_DIR)
+    return subprocess.Popen(argv, start_new_session=True, cwd=settings.BASE_DIR, env=env)
 
 
 @dataclass
@@ -111,13 +113,15 @@ class Service:
     name: str
     argv: list[str]
     stop_signal: int
+    # Its environment; None: the launcher's.
+    env: dict[str, str] | None = None
     process: subprocess.Popen | None = None
     started: float = 0.0
     deaths: int = 0                    # in a row, without a stable run between
     restart_at: float | None = None
 
     def start(self) -> subprocess.Popen:
-        self.process = start(self.name, self.argv)
+        self.process = start(self.name, self.argv, self.env)
         self.started, self.restart_at = time.monotonic(), None
         return self.process
 
@@ -163,10 +167,12 @@ def services(redis_argv: list[str] | None, host: str, port: str) -> list[Service
     # stops its jobs' process groups and requeues the jobs (jobs.pool).
     found.append(Service("worker", [python, "manage.py", "worker"], signal.SIGQUIT))
     # The model server keeps trained models warm for Classify one; it reads
-    # the job folders under DATA_DIR and answers over the same Redis.
+    # the job folders under DATA_DIR and answers over the same Redis. It
+    # builds models' networks, which may be Python code, so it gets a job's
+    # environment and its own settings, none of the launcher's secrets.
     found.append(Service("modelserver", [python, "-m", "trainer.modelserver", "--redis-url", settings.REDIS_URL,
                                          "--prefix", settings.REDIS_PREFIX, "--data-dir", str(settings.DATA_DIR)],
-                         signal.SIGTERM))
+                         signal.SIGTERM, environment.allowed(os.environ, environment.MODEL_SERVER_NAMES)))
     found.append(Service("web", web_command(host, port, settings.FORWARDED_ALLOW_IPS, "--no-access-log",
                                             "--timeout-graceful-shutdown", str(WEB_SHUTDOWN_SECONDS)),
                          signal.SIGTERM))

@@ -173,8 +173,8 @@ EVALUATION_PATHS: dict[str, Any] = {
         "Classify many: a model on a text list, a server folder or an uploaded archive (multipart), or a split",
         {"201": EVAL_CREATED}, ("400", "401", "413"), requestBody={"required": True, "content": {
             "application/json": {"schema": NEW_EVALUATION},
-            "multipart/form-data": {"schema": {"type": "object", "properties": {
-                "archive": {"type": "string", "format": "binary"},
+            "multipart/form-data": {"schema": {"type": "object", "required": ["model"], "properties": {
+                "model": {"type": "integer"}, "archive": {"type": "string", "format": "binary"},
                 "list_file": {"type": "string", "format": "binary"}}}}}})},
     "/api/evaluations/{job_id}/report": {"parameters": [JOB_ID], "get": _op(
         "An evaluation's report", {"200": _json(EVAL_REPORT)}, ("401", "404"))},
@@ -390,7 +390,7 @@ SCHEMA: dict[str, Any] = {
                 "lines": {"type": "array", "items": {"type": "string"}}}})}, ("400", "401", "404"),
             parameters=[{"name": "lines", "in": "query", "schema": {"type": "integer", "maximum": 5000}}])},
         "/api/jobs/{job_id}/events": {"parameters": [JOB_ID], "get": _op(
-            "The job's events: history, then live; resume with Last-Event-ID", {"200": SSE}, ("401",))},
+            "The job's events: history, then live; resume with Last-Event-ID", {"200": SSE}, ("401", "404"))},
         "/api/events": {"get": _op("Status and progress of all jobs, live, and free devices", {"200": SSE})},
         "/api/resources": {"get": _op("Workers, devices, who holds them, and the queue",
                                       {"200": _json({"type": "object"})})},
@@ -406,8 +406,8 @@ SCHEMA: dict[str, Any] = {
                     "resize_mode": {"enum": ["squash", "crop", "fill", "half_crop"]},
                     "val_percent": {"type": "number", "default": 25}, "test_percent": {"type": "number", "default": 0},
                     "encoding": {"enum": ["png", "jpeg", "none"]}}}},
-                "multipart/form-data": {"schema": {"type": "object", "properties": {
-                    "archive": {"type": "string", "format": "binary"}}}}}})},
+                "multipart/form-data": {"schema": {"type": "object", "required": ["name"], "properties": {
+                    "name": {"type": "string"}, "archive": {"type": "string", "format": "binary"}}}}}})},
         "/api/datasets/{job_id}": {"parameters": [JOB_ID], "get": _op(
             "A dataset job with its manifest (classes, counts per split and class, skipped files, checksums)",
             {"200": _json({"type": "object"})}, ("401", "404"))},

@@ -271,6 +271,9 @@ JOB_QUOTA_ACTIVE = env_int("JOB_QUOTA_ACTIVE", 100, minimum=0)
 DISK_QUOTA_BYTES = env_int("DISK_QUOTA_BYTES", 0, minimum=0)
 # Live event streams a user may hold open at once in one web process.
 SSE_STREAMS_PER_USER = env_int("SSE_STREAMS_PER_USER", 20, minimum=1)
+# Classify one requests a user may have in flight at once in one web process:
+# the model server answers one at a time, for everyone.
+CLASSIFY_IN_FLIGHT_PER_USER = env_int("CLASSIFY_IN_FLIGHT_PER_USER", 2, minimum=1)
 # Connections each process's Redis pool may open; a stream that finds none
 # free within a few seconds reads its job's file instead.
 REDIS_MAX_CONNECTIONS = env_int("REDIS_MAX_CONNECTIONS", 256, minimum=4)

@@ -6,8 +6,11 @@ map; with a ``class`` or a ``layer`` the saliency map of that class, computed
 at that convolution.
 
 Refusals are ``Refused`` with the HTTP status they mean: 400 with field
-messages for bad input, 404 for a model or snapshot that is gone, 503 when
-no model server answers."""
+messages for bad input, 403 for a network of code the user may not run
+(``jobs.permissions.network_refusal``), 404 for a model or snapshot that is
+gone, 429 for a user with ``CLASSIFY_IN_FLIGHT_PER_USER`` requests in flight
+already (the model server answers one at a time, and one user's loop would
+keep everyone else waiting), 503 when no model server answers."""
 
 from __future__ import annotations
 
@@ -15,9 +18,12 @@ import time
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 
+from digitslike.userslots import Slots
 from jobs import bus
 from jobs.models import Job
+from jobs.permissions import network_refusal
 from trainer import jobfiles, modelclient
 
 from . import trained
@@ -29,14 +35,21 @@ PNG_URL = "data:image/png;base64,"
 # (``trainer.inference.preprocess.decode``); its other refusals are about the model.
 IMAGE_MESSAGES = ("The image", "The file")
 LAYER_MESSAGE = "The network has no convolution named"  # ``trainer.inference.gradcam.grad_cam``
+# When a user refused for having too many requests in flight may try again:
+# about the time the model server takes to answer one.
+RETRY_AFTER_SECONDS = 2
+
+_in_flight = Slots()
 
 
 class Refused(Exception):
-    """``errors`` maps fields to messages (a 400); otherwise ``str(exc)`` is the message."""
+    """``errors`` maps fields to messages (a 400); otherwise ``str(exc)`` is
+    the message; ``retry_after``: seconds after which to try again."""
 
-    def __init__(self, message: str, status: int, errors: dict[str, list[str]] | None = None) -> None:
+    def __init__(self, message: str, status: int, errors: dict[str, list[str]] | None = None,
+                 retry_after: int | None = None) -> None:
         super().__init__(message)
-        self.status, self.errors = status, errors
+        self.status, self.errors, self.retry_after = status, errors, retry_after
 
 
 def _field(message: str, source: str) -> str:
@@ -77,10 +90,18 @@ def problem(model: Job) -> str:
     return ""
 
 
-def _check(model: Job, snapshot: str) -> None:
+def refusal(user: User, model: Job) -> str:
+    """Why ``user`` may not classify with the model (its network is code the
+    model server would run for them), or ''."""
+    return network_refusal(user, model, "classify with it")
+
+
+def _check(user: User, model: Job, snapshot: str) -> None:
     """The web's own look at the model (no torch): refused when it cannot answer."""
     if reason := problem(model):
         raise Refused(reason, 400, {"model": [reason]})
+    if reason := refusal(user, model):
+        raise Refused(reason, 403)
     names = trained.snapshots(model)
     if snapshot and snapshot not in (*names, jobfiles.BEST, jobfiles.LAST):
         raise Refused(f"The model has no snapshot {snapshot!r}; it has {', '.join(names)}.", 404)
@@ -104,11 +125,21 @@ def _saliency(found: dict[str, Any]) -> dict[str, Any]:
             "layers": saliency["layers"]}
 
 
-def classify(model: Job, image: bytes, *, source: str = "image", snapshot: str = "", visualize: bool = False,
-             class_index: int | None = None, layer: str = "") -> dict[str, Any]:
-    """The answer for ``image`` (the file's bytes; ``source`` names the
-    field it came from, for messages). See the module's docstring."""
-    _check(model, snapshot)
+def classify(user: User, model: Job, image: bytes, *, source: str = "image", snapshot: str = "",
+             visualize: bool = False, class_index: int | None = None, layer: str = "") -> dict[str, Any]:
+    """The answer for ``user`` about ``image`` (the file's bytes; ``source``
+    names the field it came from, for messages). See the module's docstring."""
+    _check(user, model, snapshot)
+    slot = _in_flight.take(user.pk, settings.CLASSIFY_IN_FLIGHT_PER_USER)
+    if slot is None:
+        raise Refused(f"{user.username} has {settings.CLASSIFY_IN_FLIGHT_PER_USER} images being classified, the most "
+                      "a user may at once; try again when one is answered.", 429, retry_after=RETRY_AFTER_SECONDS)
+    with slot:
+        return _answer(model, image, source, snapshot, visualize, class_index, layer)
+
+
+def _answer(model: Job, image: bytes, source: str, snapshot: str, visualize: bool,
+            class_index: int | None, layer: str) -> dict[str, Any]:
     started = time.perf_counter()
     operation = "inspect" if visualize else "saliency" if class_index is not None or layer else "classify"
     found = _ask(model, image, operation, snapshot or None, class_index, layer or None, source)

@@ -12,7 +12,7 @@ from digitslike.api import BadRequest, api, error, json_body
 from jobs.models import ACTIVE
 
 from . import trained
-from .classify import Refused, classify, problem
+from .classify import Refused, classify, problem, refusal
 from .classify_form import MAX_IMAGE_BYTES, ClassifyForm
 from .gallery import gallery
 
@@ -20,7 +20,7 @@ from .gallery import gallery
 @login_required
 def page(request: HttpRequest, model_id: int) -> HttpResponse:
     model = trained.model_or_404(model_id)
-    reason = problem(model)
+    reason = problem(model) or refusal(request.user, model)
     return render(request, "inference/classify.html", {
         "job": model, "problem": reason, "training": model.status in ACTIVE, "snapshots": trained.snapshots(model),
         "classes": [] if reason else trained.classes(model), "gallery": gallery(model),
@@ -38,10 +38,13 @@ def classify_api(request: HttpRequest, model_id: int) -> JsonResponse:
         raise BadRequest(form.errors.get_json_data())
     data = form.cleaned_data
     try:
-        answer = classify(model, data["image_bytes"], source=data["source"], snapshot=data["snapshot"],
+        answer = classify(request.user, model, data["image_bytes"], source=data["source"], snapshot=data["snapshot"],
                           visualize=data["visualize"], class_index=data["class"], layer=data["layer"])
     except Refused as exc:
         if exc.errors:
             raise BadRequest(exc.errors) from None
-        return error(str(exc), exc.status)
+        refused = error(str(exc), exc.status)
+        if exc.retry_after is not None:
+            refused["Retry-After"] = str(exc.retry_after)
+        return refused
     return JsonResponse(answer)

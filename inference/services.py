@@ -16,6 +16,7 @@ from django.urls import reverse
 from datasets.folders import roots
 from jobs import services
 from jobs.models import Job
+from jobs.permissions import network_refusal
 
 from . import trained
 from .results import summary
@@ -65,10 +66,14 @@ def group_models(group_owner: str, group: str) -> QuerySet[Job]:
 def compare(owner: User, group_owner: str, group: str, split: str) -> tuple[list[Job], list[str]]:
     """Evaluate every model of ``group_owner``'s ``group`` that has a snapshot
     on ``split``, as evaluations of ``owner``'s; the evaluations and, for
-    each model left out, why."""
+    each model left out (no such snapshot, a network of code ``owner`` may
+    not run), why."""
     queued, skipped = [], []
     with transaction.atomic():
         for model in group_models(group_owner, group):
+            if refusal := network_refusal(owner, model, "evaluate it"):
+                skipped.append(f"{model.name}: {refusal}")
+                continue
             try:
                 queued.append(submit(owner, model, {"type": "split", "split": split},
                                      name=f"{model.name}: {trained.SPLITS[split]}", compare=group))

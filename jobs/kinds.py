@@ -82,6 +82,11 @@ class JobKind:
     # and again when a worker starts it, so revoking it stops the owner's
     # jobs that have not started yet.
     required_permission: Callable[[dict[str, Any]], str | None] | None = None
+    # The trained model (a job id) whose network a job of these params
+    # builds, if any: that network's code runs in this job, so its owner
+    # needs the permission the model's code needs, unless a user holding it
+    # vouched for the code (``permissions.network_refusal``).
+    network_of: Callable[[dict[str, Any]], Any] | None = None
     # What the kind adds to a job's summary (the lists and the home page).
     summary_extra: Callable[[Job], dict[str, Any]] | None = None
     # The job's settings as users may see them, in the API and on the page:

@@ -24,7 +24,7 @@ from django.contrib.auth.models import User
 from django.db.models import F
 from django.utils import timezone
 
-from trainer import diskspace, jobfiles
+from trainer import diskspace, environment, jobfiles
 from trainer import events as eventlog
 from trainer.gpus import CUDA_NUMBERING
 
@@ -56,15 +56,6 @@ PROGRESS_WRITE_SECONDS = 1.0
 LOG_LINES_PER_EVENT = 200
 # The last events searched for the job's own error: it is among the last it wrote.
 FAILURE_EVENTS = 1000
-# The worker's environment variables job processes get: the system's, the
-# GPU and thread libraries', and the project's own settings the trainer
-# reads. Nothing else, whatever its name: a secret may be called anything.
-JOB_ENVIRONMENT_NAMES = frozenset({
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR", "LD_LIBRARY_PATH",
-    "WORKER_HOST", "TRAIN_DATA_BUDGET", "CLASSIFY_MAX_PIXELS",
-})
-JOB_ENVIRONMENT_PREFIXES = ("LC_", "CUDA_", "NCCL_", "GLOO_", "OMP_", "MKL_", "OPENBLAS_", "NVIDIA_", "TORCH_",
-                            "PYTORCH_", "TRITON_")
 # The log lines searched for a traceback, and the most of its exception's
 # message that a failure's sentence quotes.
 TRACEBACK_LINES = 200
@@ -267,12 +258,9 @@ def launch_or_fail(job: Job, devices: list[str]) -> subprocess.Popen | None:
 
 
 def job_environment() -> dict[str, str]:
-    """The worker's environment as far as ``JOB_ENVIRONMENT_NAMES`` and
-    ``_PREFIXES`` allow: a job may run its owner's code, and needs no secret
-    (the secret key, database and Redis addresses with their passwords,
-    cloud and API keys)."""
-    return {name: value for name, value in os.environ.items()
-            if name in JOB_ENVIRONMENT_NAMES or name.startswith(JOB_ENVIRONMENT_PREFIXES)}
+    """The worker's environment as far as ``trainer.environment`` allows: a
+    job may run its owner's code, and needs no secret."""
+    return environment.allowed(os.environ)
 
 
 def supervise(job: Job, process: subprocess.Popen) -> tuple[int, str]:

@@ -32,6 +32,7 @@ def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources:
     folder (an upload, say) before it is queued."""
     kinds.get(kind)  # an unknown kind is a programming error, not a user's
     refuse_without_permission(owner, kind, params)
+    params = permissions.vouched(owner, kind, params)
     with transaction.atomic():
         refuse_over_quota(owner)
         job = Job.objects.create(kind=kind, name=name, group=group, notes=notes, owner=owner,

@@ -5,33 +5,20 @@ that one user (or a page opened in a loop) cannot take every connection:
 from __future__ import annotations
 
 import weakref
-from collections import Counter
 from collections.abc import AsyncGenerator, AsyncIterator
 
-_open: Counter[int] = Counter()
+from digitslike.userslots import Slot, Slots
 
-
-class Slot:
-    def __init__(self, user_id: int) -> None:
-        self.user_id = user_id
-        self.held = True
-        _open[user_id] += 1
-
-    def release(self) -> None:
-        if self.held:
-            self.held = False
-            _open[self.user_id] -= 1
-            if not _open[self.user_id]:
-                del _open[self.user_id]
+_streams = Slots()
 
 
 def take(user_id: int, limit: int) -> Slot | None:
     """A slot for one more stream of the user's, or None at the limit."""
-    return Slot(user_id) if _open[user_id] < limit else None
+    return _streams.take(user_id, limit)
 
 
 def open_streams(user_id: int) -> int:
-    return _open[user_id]
+    return _streams.held(user_id)
 
 
 def holding(slot: Slot, stream: AsyncGenerator[str, None]) -> AsyncIterator[str]:

@@ -35,10 +35,12 @@ def dataset_job(owner, **sizes) -> Job:
     return job
 
 
-def trained_model(owner, dataset: Job | None = None, name: str = "lenet", group: str = "", epochs: int = 2) -> Job:
-    """A done training job whose folder holds a trained LeNet."""
+def trained_model(owner, dataset: Job | None = None, name: str = "lenet", group: str = "", epochs: int = 2,
+                  **overrides) -> Job:
+    """A done training job whose folder holds a trained LeNet (or the
+    network ``overrides`` name)."""
     dataset = dataset or dataset_job(owner)
-    params = train_config(dataset.folder / "dataset", dataset=dataset.pk, epochs=epochs)
+    params = train_config(dataset.folder / "dataset", dataset=dataset.pk, epochs=epochs, **overrides)
     model = Job.objects.create(kind="train", name=name, owner=owner, status=Status.DONE, params=params, group=group,
                                resources={"device": "cpu", "count": 1})
     config = {**params, "job_id": model.pk, "devices": ["cpu0"]}

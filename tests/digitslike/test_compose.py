@@ -67,3 +67,10 @@ def test_the_image_runs_as_an_unprivileged_user():
     lines = (Path(__file__).resolve().parents[2] / "Dockerfile").read_text().splitlines()
     users = [line.split()[1] for line in lines if line.startswith("USER ")]
     assert users and users[-1] not in ("root", "0")
+
+
+def test_the_model_server_runs_models_code_without_the_apps_secrets():
+    environment = SERVICES["modelserver"]["environment"]
+    assert not {"SECRET_KEY", "DATABASE_URL", "ADMIN_PASSWORD", "POSTGRES_PASSWORD"} & set(environment)
+    assert environment["REDIS_URL"] == "redis://redis:6379/0" and environment["WORKER_HOST"]
+    assert SERVICES["worker"]["environment"]["DATABASE_URL"] == SERVICES["web"]["environment"]["DATABASE_URL"]

@@ -13,8 +13,10 @@ import httpx
 import pytest
 import redis
 
+from digitslike import launch
 from tests.processes import ROOT, wait_answers, wait_for
 from tests.redisserver import RedisServer, free_port
+from trainer import modelclient
 
 
 def processes_using(data_dir: Path) -> list[int]:
@@ -144,3 +146,27 @@ def test_a_dead_worker_or_web_server_is_started_again_and_the_rest_keeps_serving
 
     assert launched.ctrl_c() == 0
     wait_for(lambda: not processes_using(launch_dir), timeout=15, what="every started process to stop")
+
+
+SECRETS = {"SECRET_KEY": "s3cret", "DATABASE_URL": "postgres://app:pw@db/app", "ADMIN_PASSWORD": "hunter2",
+           "POSTGRES_PASSWORD": "pw", "DB_PASS": "p", "APIKEY": "k", "AWS_SECRET_ACCESS_KEY": "k"}
+
+
+def test_the_model_server_gets_no_secret_of_the_launchers_environment(monkeypatch, settings):
+    for name, value in {**SECRETS, "OMP_NUM_THREADS": "1", "MODEL_SERVER_MAX_MODELS": "2"}.items():
+        monkeypatch.setenv(name, value)
+    server = next(service for service in launch.services(None, "127.0.0.1", "8000") if service.name == "modelserver")
+    assert settings.REDIS_URL in server.argv, "its Redis address is on its command line"
+    process = server.start()
+    try:
+        client = redis.Redis.from_url(settings.REDIS_URL)
+        wait_for(lambda: client.get(modelclient.alive_key(settings.REDIS_PREFIX)) == str(process.pid).encode(),
+                 timeout=90, what="the model server to start")
+        environ = dict(entry.split(b"=", 1) for entry in Path(f"/proc/{process.pid}/environ").read_bytes().split(b"\0")
+                       if entry)
+    finally:
+        process.terminate()
+        process.wait(30)
+    names = {name.decode() for name in environ}
+    assert not names & set(SECRETS), "the model server runs models' code: no secret in its environment"
+    assert {"PATH", "OMP_NUM_THREADS", "MODEL_SERVER_MAX_MODELS"} <= names

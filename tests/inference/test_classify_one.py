@@ -10,15 +10,20 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import shutil
+import signal
 import struct
 import time
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
+import redis
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.http import HttpResponse
 from django.test import Client
 from PIL import Image
@@ -29,8 +34,9 @@ from tests.clients import signed_in
 from tests.evalfiles import dataset_job, imports, write_bars
 from tests.inferfiles import bar_images, png, trained_job, untrained_job
 from tests.modelservers import model_server  # noqa: F401  (the fixture)
+from tests.processes import wait_for
 from tests.trainfiles import bars, make_dataset, train_config
-from trainer import events, jobfiles
+from trainer import events, jobfiles, modelclient
 
 LENET_PARAMS = 431_080 - 6 * 501  # 10 classes in the reference count, 4 here
 RESNET18_PARAMS = 11_689_512 - 64 * 2 * 7 * 7 - 512 * 996 - 996  # torchvision's, for 1 channel and 4 classes
@@ -326,3 +332,43 @@ def test_the_gallery_looks_at_the_first_20000_labels_only(position, seen):
     labels = np.zeros(50_000, dtype=np.int64)
     labels[position] = 1
     assert (position in gallery._some_of_each_class(labels)) == seen and gallery.SCANNED == 20_000
+
+
+def test_a_user_may_have_only_so_many_requests_in_flight_and_others_are_still_served(
+        transactional_db, lenet, alice, bob, model_server, settings):  # noqa: F811
+    settings.CLASSIFY_IN_FLIGHT_PER_USER = 2
+    image = bar_images(1)[0][0]
+
+    def send(user) -> HttpResponse:
+        """One request in a thread of its own, as a web server serves it."""
+        try:
+            return upload(signed_in(user), lenet, image)
+        finally:
+            connection.close()
+
+    assert send(alice).status_code == 200  # the model loaded, the web server warm
+    waiting, queue = redis.Redis.from_url(settings.REDIS_URL), modelclient.requests_key(settings.REDIS_PREFIX)
+    # Paused, as a busy model server, what is sent waits in its queue; for
+    # less than its alive key's life, or the web would hear it is not running.
+    # Its read of the queue that was under way when it stopped ends first (in
+    # a second), or Redis would hand it the first request sent.
+    os.kill(model_server.pid, signal.SIGSTOP)
+    try:
+        wait_for(lambda: not any("b" in found["flags"] for found in waiting.client_list()),
+                 what="the paused model server's read of its queue to end")
+        with ThreadPoolExecutor(3) as pool:
+            in_flight = [pool.submit(send, alice), pool.submit(send, alice)]
+            wait_for(lambda: waiting.llen(queue) == 2, timeout=4, what="alice's two requests in the queue")
+            refused = send(alice)
+            in_flight.append(pool.submit(send, bob))
+            wait_for(lambda: waiting.llen(queue) == 3, timeout=2, what="bob's request in the queue")
+            os.kill(model_server.pid, signal.SIGCONT)
+            answers = [future.result() for future in in_flight]
+    finally:
+        os.kill(model_server.pid, signal.SIGCONT)
+    assert refused.status_code == 429
+    assert refused.json()["error"] == ("alice has 2 images being classified, the most a user may at once; "
+                                       "try again when one is answered.")
+    assert int(refused["Retry-After"]) >= 1
+    assert [answer.status_code for answer in answers] == [200, 200, 200], "the cap is per user: bob is served"
+    assert send(alice).status_code == 200, "an answered request gives its place back"

@@ -299,3 +299,17 @@ def test_the_job_page_shows_the_last_200_log_lines(alice, written):
     page = signed_in(alice).get(f"/jobs/{job.pk}/").content.decode()
     shown = re.findall(r"line (\d{4})", page)
     assert shown == [f"{i:04d}" for i in range(written - 200, written)]
+
+
+@pytest.mark.parametrize("method, path, allowed", [
+    ("put", "/api/jobs/999", "GET, PATCH, DELETE"),
+    ("get", "/api/jobs/999/abort", "POST"),
+    ("delete", "/api/datasets", "POST"),
+    ("get", "/api/models/999/classify", "POST"),
+    ("patch", "/api/evaluations", "POST"),
+])
+def test_a_wrong_method_is_405_naming_the_allowed_ones_in_the_allow_header(alice, method, path, allowed):
+    wrong = send(signed_in(alice), method, path)
+    assert wrong.status_code == 405
+    assert wrong["Allow"] == allowed
+    assert wrong.json()["error"].startswith(f"Method {method.upper()} is not allowed here")

@@ -9,6 +9,7 @@ from django.test import Client
 
 from jobs import services
 from jobs.models import Job, Status
+from jobs.permissions import VOUCHED_BY
 from tests.jobtools import events_of, submit_sleep, wait_status
 
 CODE = {"steps": 1, "step_seconds": 0.01, "code": True}
@@ -51,6 +52,13 @@ def test_submitting_code_without_the_permission_is_refused(alice):
     assert "alice may not run this probe: it needs the permission “May run custom Python network code" \
         in refused.value.message
     assert not Job.objects.exists()
+
+
+def test_a_job_of_code_records_its_owner_as_vouching_for_it_and_no_other_job_claims_a_voucher(alice, bob):
+    grant(alice)
+    assert submit_code(fresh(alice)).params[VOUCHED_BY] == alice.pk
+    claimed = services.submit(bob, "probe", "no code", {"steps": 1, VOUCHED_BY: alice.pk}, {"device": "cpu", "count": 1})
+    assert VOUCHED_BY not in claimed.params
 
 
 def test_a_revoked_permission_stops_clones_and_resumes(alice):

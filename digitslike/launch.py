@@ -189,6 +189,7 @@ def web_command(host: str, port: str, forwarded_allow_ips: str, *options: str) -
 
 
 def main() -> int:
+    environment.keep_private()  # it holds every secret; the worker's jobs run as the same user
     settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
     call_command("migrate", interactive=False, verbosity=1)
     call_command("ensure_admin")

@@ -8,7 +8,11 @@ both read it."""
 
 from __future__ import annotations
 
+import ctypes
+import sys
 from collections.abc import Iterable, Mapping
+
+PR_SET_DUMPABLE = 4  # linux/prctl.h
 
 # The system's, and the project's own settings the trainer reads.
 NAMES = frozenset({
@@ -27,3 +31,18 @@ def allowed(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, 
     """The variables of ``environ`` on the allow list, and the ``extra`` names."""
     names = NAMES | set(extra)
     return {name: value for name, value in environ.items() if name in names or name.startswith(PREFIXES)}
+
+
+def keep_private() -> None:
+    """Make this process's memory and environment unreadable to the same
+    user's other processes (Linux: not dumpable, so its ``/proc/<pid>/environ``
+    and ``mem`` belong to root and it cannot be traced): the processes that
+    hold the secrets (web, worker, launcher) call it, since job processes,
+    which may run users' code, run as the same user. Root's processes can
+    read it all the same; a program started from it (``execve``) is dumpable
+    again. Elsewhere than on Linux it does nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand
 from digitslike.celery import app
 from jobs import worker
 from jobs.devices import gpus
+from trainer import environment
 
 SLACK_THREADS = 2
 ROOT_NOTE = ("The worker runs as root, so jobs do too, with every right on this machine: run it as an "
@@ -28,6 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--loglevel", default="INFO")
 
     def handle(self, *args, loglevel: str, **options):
+        environment.keep_private()  # its jobs run as the same user: they may not read its secrets
         gpu_count = len(gpus())
         queues = ["gpu", "cpu"] if gpu_count else ["cpu"]
         threads = gpu_count + settings.CPU_SLOTS + SLACK_THREADS

@@ -41,6 +41,10 @@ STREAMING_WORKERS = 4
 CHUNK_IMAGES = 512  # images a decoding process takes at a time
 READ_BYTES = 1 << 28  # one read() of a raw store at most (Linux caps a read near 2 GiB)
 SEED_STRIDE = 100003  # epoch permutations are seeded with seed * SEED_STRIDE + epoch
+# A long phase that reports nothing otherwise (decoding a split, validating)
+# says how far it is this often, so that the worker does not take the job
+# for stuck (``jobs.watchdog``: never before 5 minutes of silence).
+STILL_WORKING_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -215,8 +219,11 @@ def _decode_all(blob: Path, index: np.ndarray, shape: tuple[int, int, int], proc
             _decoder.clear()
     else:
         with fork_pool(processes, _start_decoder, (blob, index, images)) as pool:
-            for _ in pool.map(_decode_chunk, chunks):
-                pass
+            said = time.perf_counter()
+            for done, _ in enumerate(pool.map(_decode_chunk, chunks), 1):
+                if time.perf_counter() - said >= STILL_WORKING_SECONDS:
+                    print(f"decoding: {min(done * CHUNK_IMAGES, count)} of {count} images", flush=True)
+                    said = time.perf_counter()
     return images
 
 

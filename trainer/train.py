@@ -54,7 +54,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from . import averaging, checkpoint, diskspace, eventkinds, events, hostmemory, jobfiles, lr_policy, solvers, telemetry, tta
 from .children import ChildDied
-from .data import Augment, Batches, DatasetInfo, Normalizer, SplitData, load_split
+from .data import STILL_WORKING_SECONDS, Augment, Batches, DatasetInfo, Normalizer, SplitData, load_split
 from .distributed import DeviceError, Placement, exit_process, setup
 from .networks import NetworkError, build, summary
 
@@ -484,7 +484,11 @@ class Run:
             self.place.average_([b for b in self.model.buffers() if b.is_floating_point()])
             self.model.eval()
             batches.set_epoch(0)
-            for x, y in batches:
+            said = time.perf_counter()
+            for number, (x, y) in enumerate(batches, 1):
+                if time.perf_counter() - said >= STILL_WORKING_SECONDS:  # no sync: the clock only
+                    self.log(f"{split}: batch {number} of {len(batches)}")
+                    said = time.perf_counter()
                 with self.autocast:
                     logits = self.predict(self.model, x)  # test-time augmentation where chosen
                 sums[0] += F.cross_entropy(logits.float(), y, reduction="sum")

@@ -328,3 +328,12 @@ def test_head_asks_for_more_images_than_the_split_has(tmp_path, encoding):
     folder = make_dataset(tmp_path, {"train": images}, encoding)
     for budget in (MEMORY, 0):
         np.testing.assert_array_equal(load_split(folder, "train", budget).head(INIT_FROM_DATA_IMAGES).numpy(), images)
+
+
+def test_a_long_decode_says_how_far_it_is(tmp_path, monkeypatch, capsys):
+    """Decoding by the pool prints its progress every ``STILL_WORKING_SECONDS``
+    (lowered to 0 here), so the worker hears a job that decodes for minutes."""
+    monkeypatch.setattr("trainer.data.STILL_WORKING_SECONDS", 0.0)
+    load_split(make_dataset(tmp_path, {"train": random_images(1100)}, "png"), "train", MEMORY, processes=2)
+    assert capsys.readouterr().out.splitlines() == ["decoding: 512 of 1100 images", "decoding: 1024 of 1100 images",
+                                                    "decoding: 1100 of 1100 images"]

@@ -574,3 +574,12 @@ def test_a_compiled_network_accumulates_gradients_under_ddp_as_an_eager_one(tmp_
     for folder in (eager, compiled):
         first, second = torch.load(folder / "grad-0.pt"), torch.load(folder / "grad-1.pt")
         assert not torch.equal(first, second), f"{folder.name}: no all-reduce between accumulated batches"
+
+
+def test_a_long_validation_says_how_far_it_is(tmp_path, bars, monkeypatch, capsys):
+    """Validation prints its progress every ``STILL_WORKING_SECONDS`` (lowered
+    to 0 here), so the worker hears a job that validates for minutes."""
+    monkeypatch.setattr("trainer.train.STILL_WORKING_SECONDS", 0.0)
+    run_here(tmp_path, bars, epochs=1, batch_size=60)
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("val: batch")]
+    assert said == ["val: batch 1 of 2", "val: batch 2 of 2"]

@@ -44,6 +44,7 @@ import multiprocessing
 import os
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 from stack import Stack, machine, percentile
@@ -127,10 +128,12 @@ def phase(kind: str, target: str, readers: list[Reader], writers: list[tuple[str
 
 def readers(jobs: list[JobRef], finals: dict[int, int], streams: int, cookies: list[str], dropping: int,
             late: int) -> list[Reader]:
-    """``streams`` readers spread over the jobs (and the users' sessions);
-    every ``dropping``-th reconnects at random, every ``late``-th joins late."""
-    return [Reader(job.pk, finals[job.pk], cookies[i % len(cookies)], drops=dropping > 0 and i % dropping == 0,
-                   late=late > 0 and i % late == late - 1)
+    """``streams`` readers spread over the jobs and the users' sessions;
+    every ``dropping``-th reconnects at random, every ``late``-th joins late.
+    The reconnecting ones go to different users: the per-user cap counts a
+    dropped connection until the server has noticed it went."""
+    return [Reader(job.pk, finals[job.pk], cookies[(i + i // len(cookies)) % len(cookies)],
+                   drops=dropping > 0 and i % dropping == 0, late=late > 0 and i % late == late - 1)
             for i, job in ((i, jobs[i % len(jobs)]) for i in range(streams))]
 
 
@@ -141,7 +144,11 @@ def show(name: str, run: Phase, events: int, streams: int) -> str:
             f"deliveries/s {run.rate:,.0f}, {delay}; lost {run.total('lost')}, repeated {run.total('repeated')}, "
             f"out of order {run.total('disordered')}; not reached by the deadline {run.total('unreached')}; "
             f"reconnects {run.total('reconnects')}; "
-            f"errors: {', '.join(sorted(set(run.errors))) or 'none'}")
+            f"errors: {summary(run.errors)}")
+
+
+def summary(errors: list[str]) -> str:
+    return ", ".join(f"{n} x {error}" for error, n in Counter(errors).most_common()) or "none"
 
 
 def main() -> None:
@@ -214,10 +221,10 @@ def main() -> None:
     if plain.rate and stressed.delays and plain.delays:
         print(f"ratio stressed/baseline: deliveries/s {stressed.rate / plain.rate:.2f}x, "
               f"event delay p50 {percentile(stressed.delays, 50) / percentile(plain.delays, 50):.1f}x")
-    sound = not stressed.errors and not plain.errors and all(
-        not any(run.total(name) for name in ("lost", "repeated", "disordered", "unreached")) for run in (plain, stressed))
+    sound = all(not any(run.total(name) for name in ("lost", "repeated", "disordered", "unreached"))
+                for run in (plain, stressed))
     print(f"every stream got every event once, in order: {'yes' if sound else 'NO'}")
-    raise SystemExit(0 if sound else 1)
+    raise SystemExit(0 if sound and not plain.errors and not stressed.errors else 1)
 
 
 if __name__ == "__main__":

@@ -42,11 +42,13 @@ class Received:
     reconnects: int = 0
     last_arrival: float = 0.0
     joined: float = float("inf")
+    last_id: int = 0  # taken with each event, as EventSource does: a dropped connection keeps it
 
     def add(self, seq: int, written: float, now: float) -> None:
         """Note an event; its delay counts if it was written once the reader
         had joined (what came before is history, not late)."""
         self.seqs.append(seq)
+        self.last_id = seq
         if written >= self.joined:
             self.delays.append(now - written)
         self.last_arrival = now
@@ -108,10 +110,9 @@ async def follow(client, url: str, reader: Reader, go: asyncio.Event, join_withi
     if reader.late:
         await go.wait()
         await asyncio.sleep(rng.uniform(0, join_within))
-    last_id: int | None = None
     first = True
-    while (last_id or 0) < reader.final and time.time() < until:
-        headers = {"Last-Event-ID": str(last_id)} if last_id else {}
+    while got.last_id < reader.final and time.time() < until:
+        headers = {"Last-Event-ID": str(got.last_id)} if got.last_id else {}
         cut_at = time.monotonic() + rng.uniform(0.2, 2.0) if reader.drops else float("inf")
         try:
             async with client.stream("GET", f"{url}/jobs/{reader.job}/events?since=0", headers=headers) as response:
@@ -125,15 +126,14 @@ async def follow(client, url: str, reader: Reader, go: asyncio.Event, join_withi
                     opened.append(got.joined)
                 else:
                     got.reconnects += 1
-                last_id = await _read(response, reader, cut_at, until, got, last_id)
+                await _read(response, reader, cut_at, until, got)
         except httpx.HTTPError as exc:
             errors.append(f"stream dropped: {type(exc).__name__}")
 
 
-async def _read(response, reader: Reader, cut_at: float, until: float, got: Received, last_id: int | None) -> int | None:
+async def _read(response, reader: Reader, cut_at: float, until: float, got: Received) -> None:
     """Take frames until the last event, the moment to cut the connection,
-    or the deadline; return the id to resume after (only whole frames count,
-    as in a browser)."""
+    or the deadline (only whole frames count, as in a browser)."""
     buffer = b""
     async for chunk in response.aiter_bytes():
         *frames, buffer = (buffer + chunk).split(b"\n\n")
@@ -141,10 +141,8 @@ async def _read(response, reader: Reader, cut_at: float, until: float, got: Rece
         for frame in frames:
             if event := parse(frame):
                 got.add(event[0], event[1], now)
-                last_id = event[0]
-        if (last_id or 0) >= reader.final or time.monotonic() > cut_at or now > until:
+        if got.last_id >= reader.final or time.monotonic() > cut_at or now > until:
             break
-    return last_id
 
 
 async def xread(redis_url: str, stream: str, reader: Reader, until: float, got: Received, opened: list) -> None:

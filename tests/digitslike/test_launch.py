@@ -20,16 +20,32 @@ from trainer import modelclient
 
 
 def processes_using(data_dir: Path) -> list[int]:
-    """Pids whose environment names this data folder (the launcher's children)."""
+    """Pids whose environment or command line names this data folder (the
+    launcher's children: the model server's environment holds no DATA_DIR,
+    its command line names the folder)."""
     marker = f"DATA_DIR={data_dir}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                if marker in (entry / "environ").read_bytes().split(b"\0") or \
+                        str(data_dir).encode() in (entry / "cmdline").read_bytes().split(b"\0"):
                     found.append(int(entry.name))
             except OSError:
                 continue
+    return found
+
+
+def children_of(pid: int) -> list[int]:
+    """Pids whose parent is ``pid``, from ``/proc/<pid>/stat``, which any user
+    may read (the web server and the worker keep their ``environ`` private)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            continue
     return found
 
 
@@ -76,7 +92,7 @@ def test_it_starts_redis_worker_model_server_and_web_prints_the_url_and_ctrl_c_s
     wait_for(lambda: redis.Redis.from_url(redis_url).keys("dllaunch:celery:*"), what="the worker to reach Redis")
     wait_for(lambda: redis.Redis.from_url(redis_url).exists("dllaunch:modelserver:alive"), timeout=60,
              what="the model server to reach Redis")
-    assert len(processes_using(launch_dir)) >= 4  # Redis, worker, model server, web
+    assert len(children_of(first.process.pid)) >= 4  # Redis, worker, model server, web
     style = httpx.get(f"{first.url}/static/css/app.css", timeout=10)
     assert style.status_code == 200 and "max-age" in style.headers["cache-control"]
     assert httpx.get(f"{first.url}/vendor/plotly.min.js", timeout=10).status_code == 200

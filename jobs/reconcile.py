@@ -12,7 +12,7 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
-from . import kinds
+from . import eventseek, kinds
 from .models import Job, JobNode, Status, Worker
 from .queue import enqueue, job_ids_in_broker
 
@@ -20,6 +20,9 @@ log = logging.getLogger(__name__)
 
 # A queued job younger than this may simply not have reached the broker yet.
 FORGOTTEN_AFTER = timedelta(seconds=10)
+# The last events a requeued job's progress is looked for among (logs and
+# hardware readings come between its progress events).
+PROGRESS_EVENTS = 200
 
 
 def reconcile() -> None:
@@ -56,9 +59,15 @@ def requeued_progress(job: Job) -> float:
     """Where a requeued job's bar stands: a kind that resumes, and whose run
     left its resume file, carries on from there, so it keeps the progress
     its last progress event gave (its next run says exactly where it
-    resumed); any other job starts again at 0."""
+    resumed); any other job starts again at 0. The event is read from the
+    job's file: the database's copy is written by the lost worker, at most
+    once a second and behind it when that worker was slow."""
     kind = kinds.find(job.kind)
-    return job.progress if kind and kind.resume_file and (job.folder / kind.resume_file).is_file() else 0.0
+    if not (kind and kind.resume_file and (job.folder / kind.resume_file).is_file()):
+        return 0.0
+    recorded = (e["data"]["progress"] for e in reversed(eventseek.tail(job.folder, PROGRESS_EVENTS))
+                if e["kind"] == "progress")
+    return max(job.progress, next(recorded, 0.0))
 
 
 def lost_node(node: JobNode) -> None:

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from accounts.models import ApiToken
-from jobs import services
+from jobs import reconcile, services
 from jobs.models import Job, Status
 from jobs.sse import RESOURCES_EVERY_SECONDS
 from tests.jobtools import (
@@ -23,6 +23,7 @@ from tests.jobtools import (
 )
 from tests.processes import wait_for
 from tests.sseclient import SSEClient
+from trainer import events as eventlog
 
 
 def test_killing_the_worker_leaves_no_orphan_and_another_worker_requeues_the_job(alice, worker_factory):
@@ -193,3 +194,18 @@ def test_a_job_requeued_to_resume_keeps_its_progress(alice, worker_factory):
              what="the job to be requeued")
     requeued = [e["data"] for e in events_of(resumes, "status") if e["data"]["status"] == "queued"][-1]
     assert requeued["progress"] >= 0.2, "the bar stays where the run left it, not at 0"
+
+
+@pytest.mark.parametrize("later, kept", [(199, 0.5), (200, 0.1)])
+def test_a_requeued_job_takes_its_progress_from_the_last_200_events_of_its_file(alice, later, kept):
+    """``reconcile.PROGRESS_EVENTS`` (200): the last progress event among the
+    file's last 200 events gives the bar (the database's copy may lag);
+    beyond them, the database's copy stands."""
+    job = Job.objects.create(kind="probe", name="resumes", owner=alice, params={}, status=Status.RUNNING,
+                             progress=0.1, resources={"device": "cpu", "count": 1})
+    job.folder.mkdir(parents=True)
+    (job.folder / "probe.state").write_text("the checkpoint its next run resumes from")
+    eventlog.append(job.folder, "progress", {"progress": 0.5})
+    for number in range(later):
+        eventlog.append(job.folder, "log", {"lines": [f"line {number}"]})
+    assert reconcile.requeued_progress(job) == kept

@@ -1,26 +1,33 @@
-"""The baseline of ``bench/train_overhead.py``: the same network on the same
-packed dataset for the same epochs, as a plain PyTorch loop a person would
-write by hand (whole dataset as one tensor on the device, a random
-permutation per epoch, validation after every epoch).
+"""The baseline of ``bench/train_overhead.py``: the recipe the app's job
+trains, written as a person would write it by hand, in the shape of
+torchvision's reference classification script (``train_one_epoch`` and
+``evaluate`` per epoch, a checkpoint of model, optimiser and scheduler
+after each epoch), on the app's packed dataset: its raw store read whole
+into memory as uint8, each batch gathered, converted to float, flipped and
+mean-subtracted per step.
 
-    python bench/plain_train.py DATASET_DIR NETWORK EPOCHS BATCH LR SOLVER PRECISION WARMUP_STEPS INTERVAL_SECONDS
+    python bench/plain_train.py DATASET_DIR OUT_DIR RECIPE_JSON
 
-SOLVER is ``momentum`` or ``nesterov`` (SGD, momentum 0.9). The first
-WARMUP_STEPS batches are timed apart and the rest cut into intervals of
-INTERVAL_SECONDS, the trainer's (the benchmark passes them, so that this
-script imports nothing of the app). Prints one JSON line: training seconds
-and images per second without the warm-up, each interval's images per
-second, and the final validation accuracy.
+RECIPE_JSON holds ``network``, ``epochs``, ``batch``, ``lr``, ``solver``
+(``momentum`` or ``nesterov``: SGD, momentum 0.9, weight decay 1e-4),
+``policy`` (``step``: the rate times ``gamma`` every ``step_percent`` of
+the steps, per step as the app does; or ``cosine``), ``flip``
+(``horizontal`` or ``none``), ``mean`` (``image`` or ``none``),
+``precision`` and ``warmup_steps``. It imports the app's network builder
+only (the same network, built the same way) and sets the C allocator as
+the trainer does (``trainer.hostmemory``): with glibc's defaults a CPU
+loop's step time moved by up to 10% from one run to the next with its
+heap's layout, on either side.
 
-It sets the C allocator as the trainer does (``trainer.hostmemory``): with
-glibc's defaults a CPU loop's step time moved by up to 10% from one run to
-the next with its heap's layout, on either side, which no pairing can
-average away.
+Prints one JSON line: the torch threads, the training seconds and images
+per second without the first ``warmup_steps`` batches (timed apart, as the
+app times its own), and the final validation accuracy.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from contextlib import nullcontext
@@ -28,12 +35,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from trainer.hostmemory import keep_freed_memory  # noqa: E402
-from trainer.networks import build  # noqa: E402  the same network, built the same way
+from trainer.networks import build  # noqa: E402
 
 
 def load(folder: Path, split: str, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -42,72 +48,118 @@ def load(folder: Path, split: str, device: torch.device) -> tuple[torch.Tensor, 
     return images, labels
 
 
-def main(folder: str, network: str, epochs: str, batch: str, lr: str, solver: str, precision: str,
-         warmup_steps: str, interval_seconds: str) -> None:
-    keep_freed_memory()  # the trainer's allocator settings: without them either side's step time is a toss
+class Inputs:
+    """uint8 N×H×W×C pixels to the network's float N×C×H×W input."""
+
+    def __init__(self, mean: torch.Tensor | None, flip: bool) -> None:
+        self.mean, self.flip = mean, flip
+
+    def __call__(self, pixels: torch.Tensor, train: bool) -> torch.Tensor:
+        x = pixels.permute(0, 3, 1, 2).float().div_(255)
+        if train and self.flip:
+            flipped = torch.rand(len(x), device=x.device) < 0.5
+            x = torch.where(flipped[:, None, None, None], x.flip(3), x)
+        if self.mean is not None:
+            x = x - self.mean
+        return x.contiguous()
+
+
+def train_one_epoch(model, criterion, optimizer, scheduler, images, labels, inputs, batch, autocast, clock) -> None:
+    model.train()
+    order = torch.randperm(len(images), device=images.device)
+    for i in range(len(images) // batch):
+        index = order[i * batch:(i + 1) * batch]
+        image, target = inputs(images[index], train=True), labels[index]
+        with autocast:
+            output = model(image)
+            loss = criterion(output, target)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        clock.step_done(loss.item())  # the reference logs each step's loss
+
+
+def evaluate(model, images, labels, inputs, batch, autocast) -> float:
+    model.eval()
+    correct = 0
+    with torch.inference_mode(), autocast:
+        for i in range(0, len(images), batch):
+            correct += (model(inputs(images[i:i + batch], train=False)).argmax(1) == labels[i:i + batch]).sum().item()
+    return correct / len(images)
+
+
+class Clock:
+    """Training time without the first ``warmup`` steps, as the app counts it."""
+
+    def __init__(self, warmup: int, device: torch.device) -> None:
+        self.warmup, self.device = warmup, device
+        self.steps, self.seconds, self.started = 0, 0.0, time.perf_counter()
+
+    def start(self) -> None:
+        self.started = time.perf_counter()
+
+    def step_done(self, loss: float) -> None:
+        if not math.isfinite(loss):
+            raise SystemExit(f"the loss became {loss}")
+        self.steps += 1
+        if self.steps == self.warmup:
+            self.start()
+
+    def stop(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        if self.steps > self.warmup:
+            self.seconds += time.perf_counter() - self.started
+
+
+def lr_factor(recipe: dict, total_steps: int):
+    def factor(step: int) -> float:
+        percent = 100.0 * step / total_steps
+        if recipe["policy"] == "step":
+            return recipe.get("gamma", 0.1) ** math.floor(percent / recipe.get("step_percent", 33.0))
+        return 0.5 * (1 + math.cos(math.pi * percent / 100))
+    return factor
+
+
+def main(dataset: str, out_dir: str, recipe_json: str) -> None:
+    recipe = json.loads(recipe_json)
+    keep_freed_memory()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.backends.cudnn.benchmark = True
-    folder_path = Path(folder)
-    manifest = json.loads((folder_path / "manifest.json").read_text())
+    folder, out = Path(dataset), Path(out_dir)
+    manifest = json.loads((folder / "manifest.json").read_text())
     height, width, channels = manifest["image_shape"]
-    train_x, train_y = load(folder_path, "train", device)
-    val_x, val_y = load(folder_path, "val", device)
-    mean = torch.from_numpy(np.load(folder_path / "mean.npy")).to(device).permute(2, 0, 1)
-
-    def prepare(pixels: torch.Tensor) -> torch.Tensor:
-        return ((pixels.permute(0, 3, 1, 2).float() - mean) / 255).contiguous()  # N×C×H×W in memory too
-
-    def synchronize() -> None:
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-
+    train_x, train_y = load(folder, "train", device)
+    val_x, val_y = load(folder, "val", device)
+    mean = None
+    if recipe["mean"] == "image":
+        mean = (torch.from_numpy(np.load(folder / "mean.npy")).float().to(device) / 255).permute(2, 0, 1)
+    inputs = Inputs(mean, recipe["flip"] == "horizontal")
     torch.manual_seed(0)
-    model = build({"source": "standard", "name": network}, channels, len(manifest["classes"]), height, width).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=float(lr), momentum=0.9, nesterov=solver == "nesterov",
-                                weight_decay=1e-4)
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    model = build({"source": "standard", "name": recipe["network"]}, channels, len(manifest["classes"]), height,
+                  width).to(device)
+    criterion = torch.nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=recipe["lr"], momentum=0.9,
+                                nesterov=recipe["solver"] == "nesterov", weight_decay=1e-4)
+    batch, epochs = recipe["batch"], recipe["epochs"]
+    total_steps = epochs * (len(train_x) // batch)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor(recipe, total_steps))
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(recipe["precision"])
     autocast = torch.autocast(device.type, dtype=dtype) if dtype else nullcontext()
-    batch_size, epochs_count = int(batch), int(epochs)
-    steps_per_epoch = len(train_x) // batch_size
-    total_steps = epochs_count * steps_per_epoch
-    warmup, interval = min(int(warmup_steps), total_steps // 2), float(interval_seconds)
-    step = 0
-    intervals: list[tuple[int, float]] = []  # (steps, seconds) after the warm-up
+    clock = Clock(min(recipe["warmup_steps"], total_steps // 2), device)
     accuracy = 0.0
-    for _ in range(epochs_count):
-        synchronize()
-        start, start_step = time.perf_counter(), step
-        order = torch.randperm(len(train_x), device=device)
-        model.train()
-        for i in range(steps_per_epoch):
-            for group in optimizer.param_groups:
-                group["lr"] = float(lr) * 0.5 * (1 + np.cos(np.pi * step / total_steps))
-            index = order[i * batch_size:(i + 1) * batch_size]
-            with autocast:
-                loss = F.cross_entropy(model(prepare(train_x[index])), train_y[index])
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            now = time.perf_counter()
-            if now - start >= interval or step == warmup or i == steps_per_epoch - 1:
-                synchronize()
-                now = time.perf_counter()
-                if start_step >= warmup:
-                    intervals.append((step - start_step, now - start))
-                start, start_step = now, step
-        model.eval()
-        correct = 0
-        with torch.no_grad(), autocast:
-            for i in range(0, len(val_x), batch_size):
-                correct += (model(prepare(val_x[i:i + batch_size])).argmax(1) == val_y[i:i + batch_size]).sum().item()
-        accuracy = correct / len(val_x)
-    train_seconds = sum(seconds for _, seconds in intervals)
-    images = sum(steps for steps, _ in intervals) * batch_size
-    print(json.dumps({"train_seconds": train_seconds, "images_per_s": images / train_seconds,
-                      "interval_rates": [steps * batch_size / seconds for steps, seconds in intervals],
-                      "val_top1": accuracy}))
+    for epoch in range(epochs):
+        clock.start()
+        train_one_epoch(model, criterion, optimizer, scheduler, train_x, train_y, inputs, batch, autocast, clock)
+        clock.stop()
+        accuracy = evaluate(model, val_x, val_y, inputs, batch, autocast)
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "lr_scheduler": scheduler.state_dict(), "epoch": epoch}, out / "checkpoint.pth")
+    images = (clock.steps - clock.warmup) * batch
+    print(json.dumps({"threads": torch.get_num_threads(), "train_seconds": clock.seconds,
+                      "images_per_s": images / clock.seconds, "val_top1": accuracy}))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:10])
+    main(*sys.argv[1:4])

@@ -50,9 +50,10 @@ on("status", (event) => {
   showProgress();
 });
 
+// While the job runs, the clock below redraws the progress each second.
 on("progress", (event) => {
   job.progress = event.data.progress;
-  showProgress();
+  if (job.status !== "running") showProgress();
 });
 
 on("log", (event) => {

@@ -53,10 +53,14 @@ on(KINDS.result, (event) => {
   showResult();
 });
 
+// The performance panel shows the newest perf event, redrawn at most once
+// a second (the trainer reports twice a second; see panels/curves.js).
+const PERF_MS = 1000;
+let perfTimer = null;
 on(KINDS.perf, (event) => {
   if (!fresh(event)) return;
   data.perf = event.data;
-  showPerf();
+  if (perfTimer === null) perfTimer = setTimeout(() => { perfTimer = null; showPerf(); }, PERF_MS);
 });
 on(KINDS.profile, (event) => {
   if (!fresh(event)) return;

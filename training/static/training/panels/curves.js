@@ -1,12 +1,15 @@
 // The metrics, learning-rate and throughput charts: drawn once from the
 // page's series, then extended in place as points arrive (batched every
-// FLUSH_MS), and redrawn only after a resume or when a page left open for
-// very long thins its curves.
+// FLUSH_MS, and not at all while the page is hidden), and redrawn only
+// after a resume or when a page left open for very long thins its curves.
 import { isNumber } from "../../js/format.js";
 import { COLOURS, extend, legendAbove, plot, thin } from "../../js/charts.js";
 import { data, showTop5 } from "./page.js";
 
-const FLUSH_MS = 250;
+// A chart's redraw costs the browser tens of milliseconds of CPU: on a
+// machine that also trains, a page that redrew at every report (twice a
+// second) took 10% off a CPU run's throughput (docs/benchmarks.md).
+const FLUSH_MS = 2000;
 // A page left open on a long run thins its own curves past this many points.
 const MAX_LIVE_POINTS = 20000;
 
@@ -50,12 +53,12 @@ class CurveChart {
     if (!this.drawn || !this.keys().includes(key)) return;
     if (!this.pending.has(key)) this.pending.set(key, []);
     this.pending.get(key).push(point);
-    if (this.timer === null) this.timer = setTimeout(() => this.flush(), FLUSH_MS);
+    if (this.timer === null && !document.hidden) this.timer = setTimeout(() => this.flush(), FLUSH_MS);
   }
 
   flush() {
     this.timer = null;
-    if (!this.pending.size) return;
+    if (!this.pending.size || document.hidden) return;
     const indices = [], update = { x: [], y: [], customdata: [] };
     for (const [key, points] of this.pending) {
       indices.push(this.keys().indexOf(key));
@@ -129,6 +132,11 @@ export function cutCurves(step) {
   for (const key of Object.keys(series)) series[key] = series[key].filter((p) => p[0] <= step);
   if (chartsShown) for (const chart of charts) chart.draw();
 }
+
+// A page shown again draws what arrived while it was hidden.
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden) for (const chart of charts) chart.flush();
+});
 
 export function showCurves() {
   if (series.train_loss.length || series.val_loss.length) showCharts();

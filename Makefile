@@ -1,16 +1,21 @@
 # `make run` sets everything up and starts the app; `make test` sets up and
-# runs the whole test suite. Both reuse what earlier runs installed.
+# runs the whole test suite (`make test-fast`: a quicker part of it). Both reuse
+# what earlier runs installed.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint
+.PHONY: run test test-fast lint
 
 run: $(VENV)/.runtime
 	$(BIN)/python -m digitslike.launch
 
 test: $(VENV)/.dev
 	bash scripts/test.sh
+
+# SQLite only, without the slow fault tests: the loop while developing.
+test-fast: $(VENV)/.dev
+	bash scripts/test.sh --fast
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .

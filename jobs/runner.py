@@ -16,12 +16,13 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import redis
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from trainer import diskspace, environment, jobfiles
@@ -47,6 +48,9 @@ PROCGROUP = Path(__file__).with_name("procgroup.py")
 WAIT_POLL_SECONDS = 0.2
 # How often a job waiting for devices looks for a machine that could start it now.
 PASS_ON_CHECK_SECONDS = 1.0
+# An older job still queued this recently is on its way to a worker (its
+# claim not yet written): a younger one waits for it (see _older_job_waiting).
+CLAIM_UNDER_WAY_SECONDS = 5.0
 # How long, in heartbeats, node 0 of a failed job over several machines
 # waits for another node to say why (a node's worker one heartbeat less silent counts as dead).
 NODE_REPORT_HEARTBEATS = 3
@@ -219,10 +223,14 @@ def take_devices(job: Job, worker: WorkerInfo, candidates: list[str], count: int
 
 
 def _older_job_waiting(job: Job, worker: WorkerInfo) -> bool:
-    """Jobs get devices first come, first served among those waiting here."""
-    return Job.objects.filter(
-        status=Status.WAITING, worker=worker.id, resources__device=job.device_class, queued_at__lt=job.queued_at
-    ).exists()
+    """Jobs get devices first come, first served among those waiting here,
+    and after the older jobs queued in the last ``CLAIM_UNDER_WAY_SECONDS``,
+    whose claim (by this worker or another) may not be written yet: two jobs
+    submitted together (a sweep) were claimed by two of the worker's threads
+    in either order, and on a loaded machine the younger one ran first."""
+    older = Job.objects.filter(resources__device=job.device_class, queued_at__lt=job.queued_at)
+    under_way = timezone.now() - timedelta(seconds=CLAIM_UNDER_WAY_SECONDS)
+    return older.filter(Q(status=Status.WAITING, worker=worker.id) | Q(status=Status.QUEUED, queued_at__gte=under_way)).exists()
 
 
 def launch(job: Job, devices: list[str], rank: int = 0) -> subprocess.Popen:

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, then every test on SQLite, then again on
-# PostgreSQL every test that may use the database (the others, the trainer's
-# among them, run the same whatever the database: see tests/plugin.py).
-# `make test` runs this after installing the dev requirements into .venv.
+# The whole test suite: lint, then every test on SQLite and, at the same
+# time, on PostgreSQL every test that may use the database (the others, the
+# trainer's among them, run the same whatever the database: see
+# tests/plugin.py). Each pass spreads whole test files over TEST_WORKERS
+# pytest-xdist processes (default 3): most tests wait on the processes they
+# start (workers, web servers, browsers, Redis outages), and each process
+# has its own Redis, data folder and test database. `make test` runs this
+# after installing the dev requirements into .venv; `make test-fast` runs
+# the SQLite pass alone without the tests marked slow.
 #
 # It needs redis-server and Chromium (installed with apt-get when run as root,
 # else it says what to install) and a PostgreSQL server: DATABASE_URL when
@@ -57,18 +62,32 @@ ensure_postgres() {
 
 need redis-server redis-server
 need chromium chromium
-ensure_postgres
 
 echo "== lint"
 $BIN/ruff check --no-cache .
 
-echo "== tests on SQLite"
+WORKERS="${TEST_WORKERS:-3}"
+PARALLEL=(-n "$WORKERS" --dist loadfile)
+if [ "${1:-}" = "--fast" ]; then  # make test-fast
+    shift
+    echo "== tests on SQLite, without the slow ones"
+    exec $BIN/python -m pytest "${PARALLEL[@]}" -m "not slow" "$@"
+fi
+
+ensure_postgres
+
+echo "== tests on SQLite and, at the same time, on PostgreSQL ($PG_URL): its report follows SQLite's"
+postgres_log="$(mktemp)"
+trap 'rm -f "$postgres_log"' EXIT
 set +e
-$BIN/python -m pytest "$@"
+DATABASE_URL="$PG_URL" DATABASE_TESTS_ONLY=1 $BIN/python -m pytest "${PARALLEL[@]}" "$@" >"$postgres_log" 2>&1 &
+postgres_pid=$!
+$BIN/python -m pytest "${PARALLEL[@]}" "$@"
 sqlite=$?
-echo "== tests on PostgreSQL ($PG_URL)"
-DATABASE_URL="$PG_URL" DATABASE_TESTS_ONLY=1 $BIN/python -m pytest "$@"
+wait "$postgres_pid"
 postgres=$?
 set -e
+echo "== tests on PostgreSQL ($PG_URL)"
+cat "$postgres_log"
 echo "== SQLite: exit $sqlite; PostgreSQL: exit $postgres"
 [ "$sqlite" = 0 ] && [ "$postgres" = 0 ]

@@ -3,6 +3,7 @@ over the test database, and the suite's own Redis."""
 
 from __future__ import annotations
 
+import signal
 from urllib.parse import urlsplit
 
 import pytest
@@ -121,6 +122,21 @@ def empty_redis():
              if not key.decode().startswith(bindings)]
     if stale:
         client().delete(*stale)
+
+
+@pytest.fixture(autouse=True)
+def signal_handlers_kept():
+    """Each test leaves this process's SIGTERM and SIGINT handlers as it
+    found them. A job's ``main()`` called here installs its own (a flag
+    that stops it at the next step) for good; the processes a later test
+    forks inherit it, and a multiprocessing pool's children then ignored
+    the SIGTERM of its ``terminate()``, which waited for them until the
+    test's timeout (seen once the suite's files ran spread over processes,
+    in another order)."""
+    kept = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    for number, handler in kept.items():
+        signal.signal(number, handler)
 
 
 @pytest.fixture

@@ -35,16 +35,20 @@ DATABASE_FIXTURES = {"db", "transactional_db", "django_db_setup"}
 def pytest_collection_modifyitems(config, items):
     """With ``DATABASE_TESTS_ONLY`` set (the second database's pass of
     ``make test``), only the tests that may use the database run: the others
-    ran in the first pass, and run the same whatever the database is, since
+    run in the first pass, and run the same whatever the database is, since
     pytest-django refuses database access to a test that did not ask for it."""
-    if not os.environ.get("DATABASE_TESTS_ONLY"):
-        return
-    kept, left = [], []
-    for item in items:
-        uses_database = DATABASE_FIXTURES & set(item.fixturenames) or item.get_closest_marker("django_db")
-        (kept if uses_database else left).append(item)
-    config.hook.pytest_deselected(items=left)
-    items[:] = kept
+    if os.environ.get("DATABASE_TESTS_ONLY"):
+        kept, left = [], []
+        for item in items:
+            uses_database = DATABASE_FIXTURES & set(item.fixturenames) or item.get_closest_marker("django_db")
+            (kept if uses_database else left).append(item)
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
+    # The files that hold slow tests go first (each file's tests keep their
+    # order): spread over processes, their long waits then overlap the rest
+    # of the suite instead of ending it alone.
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
 
 
 def pytest_unconfigure(config):

@@ -26,6 +26,7 @@ from tests.sseclient import SSEClient
 from trainer import events as eventlog
 
 
+@pytest.mark.slow
 def test_killing_the_worker_leaves_no_orphan_and_another_worker_requeues_the_job(alice, worker_factory):
     doomed = worker_factory("doomed")
     job = submit_sleep(alice, steps=100, step_seconds=0.1)
@@ -50,6 +51,7 @@ def test_a_process_that_ignores_sigterm_is_killed_when_its_worker_dies(alice, wo
     wait_for(lambda: not alive(pid), timeout=8, what="the job's process to be killed after the grace period")
 
 
+@pytest.mark.slow
 def test_a_job_out_of_attempts_fails_with_a_message_when_its_worker_dies(alice, worker_factory):
     doomed = worker_factory("doomed", JOB_MAX_ATTEMPTS="1")
     job = submit_sleep(alice, steps=100, step_seconds=0.1)
@@ -66,6 +68,7 @@ def test_a_job_out_of_attempts_fails_with_a_message_when_its_worker_dies(alice, 
 REDIS_OUTAGE_SECONDS = 30
 
 
+@pytest.mark.slow
 def test_redis_down_for_30_seconds_then_back_with_its_data_loses_nothing(alice, worker, web, redis_server):
     _, key = ApiToken.issue(alice, "test")
     auth = {"Authorization": f"Token {key}"}
@@ -109,6 +112,7 @@ def test_redis_down_for_30_seconds_then_back_with_its_data_loses_nothing(alice, 
     follower.close()
 
 
+@pytest.mark.slow
 def test_while_redis_is_down_with_a_worker_alive_streams_stay_open_and_resources_answer(alice, worker, web,
                                                                                          redis_server):
     """The resources a stream sends every 2 s name the model server from its
@@ -141,6 +145,7 @@ def test_while_redis_is_down_with_a_worker_alive_streams_stay_open_and_resources
 REDIS_DOWN_SECONDS = 10
 
 
+@pytest.mark.slow
 def test_redis_lost_with_all_its_data_mid_job_the_job_finishes_and_no_slot_is_used_twice(alice, worker, redis_server):
     job = submit_sleep(alice, steps=60, step_seconds=0.25)
     child_pid(job)
@@ -160,6 +165,7 @@ def test_redis_lost_with_all_its_data_mid_job_the_job_finishes_and_no_slot_is_us
     assert waiting.transitions.get(status=Status.RUNNING).at >= finished, "the one CPU slot was never held twice"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGQUIT, signal.SIGTERM])
 def test_stopping_a_worker_as_documented_hands_its_running_job_back(alice, worker_factory, signum):
     leaving = worker_factory("leaving")

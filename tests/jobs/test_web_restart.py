@@ -1,6 +1,8 @@
 """Restarting the web server while pages stream: each client reconnects
 with ``Last-Event-ID`` and carries on, with no event missed or repeated."""
 
+import pytest
+
 from accounts.models import ApiToken
 from jobs.models import Status
 from tests.jobtools import events_of, status_of, submit_sleep, wait_status
@@ -9,6 +11,7 @@ from tests.redisserver import free_port
 from tests.sseclient import SSEClient
 
 
+@pytest.mark.slow
 def test_streams_resume_without_a_gap_across_a_web_restart(alice, worker, db_url, log_dir):
     port = free_port()
     url = f"http://127.0.0.1:{port}"

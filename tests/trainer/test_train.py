@@ -250,6 +250,7 @@ def test_two_processes_with_gloo_match_one_process(tmp_path, layout, options):
         of_kind(single, kinds.RESULT)[-1]["final"]["test_loss"], rel=1e-3)
 
 
+@pytest.mark.slow
 def test_a_node_alone_gives_up_on_the_rendezvous_after_its_timeout(tmp_path, bars):
     folder = job_folder(tmp_path, train_config(bars, epochs=1))
     lonely = start_node(folder, rank=0, nodes=2, port=free_port(), timeout="3")

@@ -132,6 +132,7 @@ def test_a_node_whose_processes_end_before_its_worker_sees_the_abort_is_aborted(
     assert (node.status, node.message) == (Status.ABORTED, "Stopped with its job.")
 
 
+@pytest.mark.slow
 def test_a_node_whose_worker_dies_fails_the_job_and_ends_the_other_node(alice, worker_factory):
     # The reconciler notices the dead worker late; node 0, which fails as
     # soon as its peer is gone, names the node by its silent heartbeat.
@@ -148,6 +149,7 @@ def test_a_node_whose_worker_dies_fails_the_job_and_ends_the_other_node(alice, w
     wait_for(lambda: no_trainer_left(job), what="every process of both nodes to end")
 
 
+@pytest.mark.slow
 def test_a_node_no_worker_takes_fails_the_job_after_the_rendezvous_timeout(alice, worker_factory):
     worker_factory("alpha", WORKER_HOST="alpha", NODE_ADDRESS="127.0.0.1", NODE_RENDEZVOUS_SECONDS="5")
     job = create(signed_in(alice), name="alone", dataset=dataset_job(alice).pk, batch_size=8, nodes=2, **COMMON)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 
+import pytest
 from django.contrib.auth.models import Permission
 
 from jobs import services
@@ -78,6 +79,7 @@ def test_an_aborted_model_resumes_where_it_stopped(alice, worker):
     assert [round(e["data"]["epoch"], 6) for e in events_of(model, "val")] == [1.0, 2.0, 3.0]
 
 
+@pytest.mark.slow
 def test_a_model_whose_worker_dies_resumes_on_another_worker(alice, worker_factory):
     doomed = worker_factory("doomed")
     model = submit_model(alice, dataset_job(alice), epochs=3, network={"source": "python", "text": SLOW_LENET})

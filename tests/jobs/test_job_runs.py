@@ -6,10 +6,12 @@ import re
 import sys
 import sysconfig
 import time
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.test import Client
+from django.utils import timezone
 
 from jobs import runner, services
 from jobs.models import Job, Status, Worker
@@ -95,6 +97,20 @@ def test_two_jobs_for_one_slot_run_one_after_the_other(alice, worker):
     first, second = wait_status(first, Status.DONE), wait_status(second, Status.DONE)
     assert first.finished_at <= second.started_at
     assert "waiting" in history(second)
+
+
+@pytest.mark.parametrize("queued_seconds_ago", [1.0, 60.0], ids=["moments-ago", "long-ago"])
+def test_a_younger_job_waits_only_for_an_older_job_queued_moments_ago(alice, worker, queued_seconds_ago):
+    """An older job still queued (here one whose message no worker will
+    get) holds a younger one back while its claim may be under way, for
+    ``CLAIM_UNDER_WAY_SECONDS`` after it was queued, and not after that."""
+    lost = Job.objects.create(kind="sleep", name="lost", owner=alice, params={"steps": 1, "step_seconds": 0.1},
+                              resources={"device": "cpu", "count": 1},
+                              queued_at=timezone.now() - timedelta(seconds=queued_seconds_ago))
+    younger = wait_status(submit_sleep(alice, steps=1, name="younger"), Status.DONE, timeout=60)
+    if queued_seconds_ago < runner.CLAIM_UNDER_WAY_SECONDS:
+        assert younger.started_at >= lost.queued_at + timedelta(seconds=runner.CLAIM_UNDER_WAY_SECONDS)
+        assert "waiting" in history(younger)
 
 
 def test_a_waiting_job_shows_its_place_in_the_queue(alice, worker):

@@ -16,11 +16,77 @@ export function colour(i) {
 
 // Draws the figure, or updates it in place when the node already holds one.
 export function plot(node, traces, layout) {
+  waiting.delete(node);  // the traces drawn hold every point added so far
   window.Plotly.react(node, traces, layout, PLOTLY_CONFIG);
 }
 
+// A chart's redraw costs the browser tens of milliseconds of CPU: on a
+// machine that also trains, a page that redrew its charts at every report
+// (twice a second) took 10% off a CPU run's throughput (docs/benchmarks.md).
+// So points are added in batches every EXTEND_MS, and only to charts on the
+// screen of a page that is shown: a chart scrolled into view, or a page
+// shown again, draws what it missed at once.
+const EXTEND_MS = 2000;
+const waiting = new Map();  // node -> {points: Map(trace index -> {x, y, customdata}), maxPoints}
+const onScreen = new Set();
+let timer = null;
+
+function shown(node) {
+  return !document.hidden && onScreen.has(node);
+}
+
+function flush(node) {
+  const queued = waiting.get(node);
+  if (!queued) return;
+  waiting.delete(node);
+  const indices = [...queued.points.keys()];
+  const update = {};
+  for (const field of ["x", "y", "customdata"]) {
+    if (queued.points.get(indices[0])[field]) update[field] = indices.map((i) => queued.points.get(i)[field]);
+  }
+  window.Plotly.extendTraces(node, update, indices, queued.maxPoints);
+}
+
+function flushShown() {
+  timer = null;
+  for (const node of [...waiting.keys()]) if (shown(node)) flush(node);
+}
+
+const seen = new WeakSet();  // charts whose place the observer has reported once
+
+// A chart that comes into view draws what it missed at once; one found on
+// the screen when first observed waits for the next batch.
+const watcher = new IntersectionObserver((entries) => {
+  for (const entry of entries) {
+    const cameIntoView = seen.has(entry.target);
+    seen.add(entry.target);
+    if (entry.isIntersecting) {
+      onScreen.add(entry.target);
+      if (cameIntoView && !document.hidden) flush(entry.target);
+    } else {
+      onScreen.delete(entry.target);
+    }
+  }
+});
+
+document.addEventListener("visibilitychange", () => { if (!document.hidden) flushShown(); });
+
+// Adds points to a drawn chart's traces: update holds, per field (x, y,
+// customdata), one array per trace in indices, as Plotly.extendTraces takes
+// them; a trace keeps its last maxPoints points when given.
 export function extend(node, update, indices, maxPoints) {
-  window.Plotly.extendTraces(node, update, indices, maxPoints);
+  watcher.observe(node);  // observing a node twice changes nothing
+  if (!waiting.has(node)) waiting.set(node, { points: new Map(), maxPoints });
+  const queued = waiting.get(node);
+  indices.forEach((index, n) => {
+    if (!queued.points.has(index)) queued.points.set(index, {});
+    const trace = queued.points.get(index);
+    for (const [field, arrays] of Object.entries(update)) {
+      trace[field] = (trace[field] || []).concat(arrays[n]);
+      if (maxPoints !== undefined) trace[field] = trace[field].slice(-maxPoints);
+    }
+  });
+  if (timer === null) timer = setTimeout(flushShown, EXTEND_MS);
 }
 
 // The lowest and highest item of each of limit/2 buckets, in order (as the

@@ -1,15 +1,11 @@
 // The metrics, learning-rate and throughput charts: drawn once from the
-// page's series, then extended in place as points arrive (batched every
-// FLUSH_MS, and not at all while the page is hidden), and redrawn only
+// page's series, then extended in place as points arrive (in batches, and
+// only while on the screen: see extend in js/charts.js), and redrawn only
 // after a resume or when a page left open for very long thins its curves.
 import { isNumber } from "../../js/format.js";
 import { COLOURS, extend, legendAbove, plot, thin } from "../../js/charts.js";
 import { data, showTop5 } from "./page.js";
 
-// A chart's redraw costs the browser tens of milliseconds of CPU: on a
-// machine that also trains, a page that redrew at every report (twice a
-// second) took 10% off a CPU run's throughput (docs/benchmarks.md).
-const FLUSH_MS = 2000;
 // A page left open on a long run thins its own curves past this many points.
 const MAX_LIVE_POINTS = 20000;
 
@@ -26,8 +22,6 @@ class CurveChart {
     this.traces = traces;
     this.layout = { height: 280, margin: { t: 28, r: 60, b: 44, l: 60 }, legend: legendAbove(),
       xaxis: { title: { text: "epoch" } }, uirevision: "keep", ...layout };
-    this.pending = new Map();
-    this.timer = null;
     this.drawn = false;
   }
 
@@ -44,30 +38,14 @@ class CurveChart {
   }
 
   draw() {
-    this.pending.clear();
     this.drawn = true;
     plot(this.node, this.traces.map((t) => this.trace(t)), this.layout);
   }
 
   add(key, point) {
-    if (!this.drawn || !this.keys().includes(key)) return;
-    if (!this.pending.has(key)) this.pending.set(key, []);
-    this.pending.get(key).push(point);
-    if (this.timer === null && !document.hidden) this.timer = setTimeout(() => this.flush(), FLUSH_MS);
-  }
-
-  flush() {
-    this.timer = null;
-    if (!this.pending.size || document.hidden) return;
-    const indices = [], update = { x: [], y: [], customdata: [] };
-    for (const [key, points] of this.pending) {
-      indices.push(this.keys().indexOf(key));
-      update.x.push(points.map((p) => p[1]));
-      update.y.push(points.map((p) => p[2]));
-      update.customdata.push(points.map((p) => p[0]));
-    }
-    this.pending.clear();
-    extend(this.node, update, indices);
+    const index = this.keys().indexOf(key);
+    if (!this.drawn || index < 0) return;
+    extend(this.node, { x: [[point[1]]], y: [[point[2]]], customdata: [[point[0]]] }, [index]);
   }
 }
 
@@ -132,11 +110,6 @@ export function cutCurves(step) {
   for (const key of Object.keys(series)) series[key] = series[key].filter((p) => p[0] <= step);
   if (chartsShown) for (const chart of charts) chart.draw();
 }
-
-// A page shown again draws what arrived while it was hidden.
-document.addEventListener("visibilitychange", () => {
-  if (!document.hidden) for (const chart of charts) chart.flush();
-});
 
 export function showCurves() {
   if (series.train_loss.length || series.val_loss.length) showCharts();

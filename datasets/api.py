@@ -1,4 +1,4 @@
-"""The JSON API of datasets (see ``digitslike/openapi.py`` for the schema):
+"""The JSON API of datasets (see ``datasets/openapi.py`` for the schema):
 create one, read one with its manifest, and browse the server folders that
 imports may read."""
 

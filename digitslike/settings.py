@@ -131,7 +131,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "accounts.context_processors.signup",
-                "digitslike.context_processors.job_statuses",
+                "jobs.context_processors.job_statuses",
             ],
         },
     },

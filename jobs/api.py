@@ -1,4 +1,4 @@
-"""The JSON API for jobs and resources (see ``openapi.py`` for the schema)."""
+"""The JSON API for jobs and resources (see ``jobs/openapi.py`` for the schema)."""
 
 from __future__ import annotations
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from django.http import HttpRequest, JsonResponse, QueryDict
 
-from digitslike.api import BadRequest, api, bad_request_message, error, json_body
 from jobs import serialize
 from jobs.jobpaths import in_job_words
+from web.api import BadRequest, api, bad_request_message, error, json_body
 
 from . import store, uploads
 from .folders import OutsideRoots, listing
@@ -29,7 +29,7 @@ def _form(request: HttpRequest) -> DatasetForm:
 
 def early_refusal(fields: QueryDict, wants_json: bool) -> JsonResponse | None:
     """The answer to an upload whose fields sent before the file have errors
-    (``digitslike/fieldsfirst.py``): the one the whole form would get."""
+    (``web/fieldsfirst.py``): the one the whole form would get."""
     errors = sent_field_errors(fields)
     return error(bad_request_message(errors), 400, errors=errors) if errors else None
 

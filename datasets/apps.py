@@ -11,8 +11,8 @@ class DatasetsConfig(AppConfig):
     name = "datasets"
 
     def ready(self) -> None:
-        from digitslike.bodylimit import allow_large_bodies
-        from digitslike.fieldsfirst import check_fields_first
+        from web.bodylimit import allow_large_bodies
+        from web.fieldsfirst import check_fields_first
 
         from . import api, views
         from .shown import public_params, settings_table

@@ -3,7 +3,7 @@ reading one, and browsing the server folders datasets may come from."""
 
 from typing import Any
 
-from digitslike.apischema import JOB_ID, json_answer, operation, ref
+from web.apischema import JOB_ID, json_answer, operation, ref
 
 PATHS: dict[str, Any] = {
     "/api/datasets": {"post": operation(

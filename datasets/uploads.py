@@ -23,7 +23,7 @@ from django.core.files.uploadhandler import StopUpload, TemporaryFileUploadHandl
 from django.http import HttpRequest, JsonResponse
 from django.template.defaultfilters import filesizeformat
 
-from digitslike.api import error
+from web.api import error
 
 STALE_AFTER_SECONDS = 10
 

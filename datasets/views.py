@@ -14,12 +14,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from digitslike.api import error
-from digitslike.files import streamed_asynchronously
 from jobs import services as job_services
 from jobs.models import Job
 from trainer.datastore import png_bytes
 from trainer.imageio import ImageError, load_image, resize
+from web.api import error
+from web.files import streamed_asynchronously
 
 from . import sample, store, uploads
 from .folders import OutsideRoots, allowed, first_file
@@ -53,7 +53,7 @@ def new_dataset(request: HttpRequest) -> HttpResponse:
 
 def early_refusal(fields: QueryDict, wants_json: bool) -> JsonResponse | None:
     """The page's answer to an upload whose fields sent before the file have
-    errors (``digitslike/fieldsfirst.py``); a form posted without the page's
+    errors (``web/fieldsfirst.py``); a form posted without the page's
     script gets the whole form's answer instead."""
     errors = sent_field_errors(fields) if wants_json else {}
     return error("The form has errors.", 400, errors=errors) if errors else None

@@ -12,9 +12,9 @@ from django.conf import settings  # noqa: E402
 
 from datasets.uploads import remove_stale_uploads  # noqa: E402
 from digitslike.asgihandler import DataDirASGIHandler  # noqa: E402
-from digitslike.bodylimit import BodyLimitMiddleware  # noqa: E402
-from digitslike.fieldsfirst import FieldsFirstMiddleware  # noqa: E402
 from trainer import environment  # noqa: E402
+from web.bodylimit import BodyLimitMiddleware  # noqa: E402
+from web.fieldsfirst import FieldsFirstMiddleware  # noqa: E402
 
 # Its secrets stay out of reach of job processes, which run as the same user.
 environment.keep_private()

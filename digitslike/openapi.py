@@ -14,7 +14,7 @@ from django.apps import apps
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from digitslike.apischema import ref
+from web.apischema import ref
 
 
 def _app_parts() -> list[Any]:

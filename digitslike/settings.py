@@ -82,8 +82,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "digitslike.nulbytes.RefuseNulMiddleware",
-    "digitslike.files.StaticFilesMiddleware",
+    "web.nulbytes.RefuseNulMiddleware",
+    "web.files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -117,7 +117,7 @@ CONTENT_SECURITY_POLICY = {
 
 ROOT_URLCONF = "digitslike.urls"
 # Under /api/, a failed CSRF check answers in the API's JSON error shape.
-CSRF_FAILURE_VIEW = "digitslike.api.csrf_failure"
+CSRF_FAILURE_VIEW = "web.api.csrf_failure"
 ASGI_APPLICATION = "digitslike.asgi.application"
 
 TEMPLATES = [
@@ -291,7 +291,7 @@ DATASET_ROOTS = [str(Path(p).expanduser().resolve()) for p in env_list("DATASET_
 # The largest archive a user may upload.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 20 * 1024**3, minimum=1024)
 # The largest request body anywhere else, and from anyone not signed in
-# (digitslike/bodylimit.py refuses a larger one before it is read).
+# (web/bodylimit.py refuses a larger one before it is read).
 REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 10 * 1024**2, minimum=1024)
 # Uploads go to disk, never into memory, as they arrive.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024

@@ -6,8 +6,9 @@ from inference.urls import api_urlpatterns as inference_api
 from jobs.urls import api_urlpatterns as jobs_api
 from pretrained.urls import api_urlpatterns as pretrained_api
 from training.urls import api_urlpatterns as training_api
+from web import api
 
-from . import api, openapi, vendor
+from . import openapi, vendor
 
 handler400 = api.bad_request
 handler404 = api.page_not_found

@@ -7,7 +7,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 from django.http import FileResponse, HttpRequest
 
-from digitslike.files import streamed_asynchronously
+from web.files import streamed_asynchronously
 
 WEEK_SECONDS = 7 * 24 * 3600
 

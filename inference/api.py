@@ -9,9 +9,9 @@ from typing import Any
 from django.http import HttpRequest, JsonResponse
 
 from datasets import uploads
-from digitslike.api import BadRequest, api, json_body
 from jobs import serialize
 from jobs.models import Job
+from web.api import BadRequest, api, json_body
 
 from . import results, services, trained
 from .forms import EvaluationForm, SplitForm

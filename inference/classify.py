@@ -20,11 +20,11 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 
-from digitslike.userslots import Slots
 from jobs import bus
 from jobs.models import Job
 from jobs.permissions import network_refusal
 from trainer import jobfiles, modelclient
+from web.userslots import Slots
 
 from . import trained
 

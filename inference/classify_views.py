@@ -8,8 +8,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from digitslike.api import BadRequest, api, error, json_body
 from jobs.models import ACTIVE
+from web.api import BadRequest, api, error, json_body
 
 from . import trained
 from .classify import Refused, classify, problem, refusal

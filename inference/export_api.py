@@ -7,8 +7,8 @@ from __future__ import annotations
 from django import forms
 from django.http import FileResponse, HttpRequest, JsonResponse
 
-from digitslike.api import BadRequest, api, json_body
 from jobs import serialize
+from web.api import BadRequest, api, json_body
 
 from . import exports, trained
 from .export_views import archive_response

@@ -10,8 +10,8 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
-from digitslike.files import streamed_asynchronously
 from jobs.models import Job
+from web.files import streamed_asynchronously
 
 from . import exports, trained
 

@@ -4,8 +4,8 @@ and model archives."""
 
 from typing import Any
 
-from digitslike.apischema import GROUP, GROUP_OWNER, JOB_ID, MODEL_ID, body, json_answer, operation, ref
 from training.openapi import SNAPSHOT_BODY
+from web.apischema import GROUP, GROUP_OWNER, JOB_ID, MODEL_ID, body, json_answer, operation, ref
 
 # Evaluations (the inference app): evaluate a model, classify many, reports, Compare.
 EVAL_SPLIT = {"type": "object", "properties": {

@@ -13,10 +13,10 @@ import numpy as np
 from django.urls import reverse
 
 from datasets import store
-from digitslike.api import whole_number
 from jobs.models import Job
 from trainer.datastore import png_bytes
 from trainer.evaluation_files import IMAGES, OUTPUT, REPORT, RESULTS
+from web.api import whole_number
 
 OUTCOMES = ("correct", "wrong", "unlabelled", "unreadable")
 MAX_PAGE_SIZE = 500

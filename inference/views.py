@@ -14,9 +14,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from digitslike.files import streamed_asynchronously
 from jobs.models import Job
 from trainer.evaluation_files import CSV, REPORT, RESULTS
+from web.files import streamed_asynchronously
 
 from . import results, services, trained
 from .forms import EvaluationForm, SplitForm

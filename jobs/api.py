@@ -6,8 +6,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
-from digitslike.api import ActionError, BadRequest, api, json_body
 from trainer import jobfiles
+from web.api import ActionError, BadRequest, api, json_body
 
 from . import kinds, resources, serialize, services
 from .forms import JobEditForm

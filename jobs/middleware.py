@@ -1,7 +1,7 @@
 """Refusals (``services.ActionError``) raised under any page: a job that may
 not be submitted (a quota, a permission) is refused with its message and
 status code, whichever app's page submitted it. The JSON API answers them
-itself (``digitslike.api``)."""
+itself (``web.api``)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ events, the resources, and who is signed in."""
 
 from typing import Any
 
-from digitslike.apischema import JOB_ID, SSE, body, json_answer, operation, ref
+from web.apischema import JOB_ID, SSE, body, json_answer, operation, ref
 
 SCHEMAS: dict[str, Any] = {
     "JobSummary": {"type": "object", "properties": {

@@ -1,13 +1,15 @@
-"""Sending jobs to the workers, and reading what the broker still holds."""
+"""Sending jobs to the workers, and reading what the broker still holds.
+
+Through Celery's current app: the project's, made when its package is
+imported (with the settings), which this app does not name."""
 
 from __future__ import annotations
 
 import base64
 import json
 
+from celery import current_app as app
 from django.conf import settings
-
-from digitslike.celery import app
 
 from .bus import client
 from .models import Job, JobNode

@@ -2,7 +2,7 @@
 jobs a user may have queued or running (``JOB_QUOTA_ACTIVE``) and how many
 bytes their job folders may hold (``DISK_QUOTA_BYTES``); 0 means no limit.
 The disk quota also bounds an upload before it is read (``disk_room``, used
-by ``digitslike/bodylimit.py``): the upload ends up in a job folder.
+by ``web/bodylimit.py``): the upload ends up in a job folder.
 
 A finished job's folder no longer grows, so its size is measured once (per
 ``finished_at``) and kept; an active job's is measured each time.

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from digitslike.api import ActionError
+from web.api import ActionError
 
 from . import bus, jobpaths, kinds, permissions, quotas
 from .events import publish

@@ -27,8 +27,8 @@ import redis
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 
-from digitslike.api import error
 from trainer import events as eventlog
+from web.api import error
 
 from . import bus, eventseek, resources
 

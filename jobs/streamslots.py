@@ -7,7 +7,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator
 
-from digitslike.userslots import Slot, Slots
+from web.userslots import Slot, Slots
 
 _streams = Slots()
 

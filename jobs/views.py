@@ -12,8 +12,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from digitslike.api import ActionError, error, whole_number
 from trainer import jobfiles
+from web.api import ActionError, error, whole_number
 
 from . import bus, eventseek, kinds, resources, serialize, services, sse, streamslots
 from .forms import JobEditForm

@@ -8,10 +8,10 @@ from __future__ import annotations
 from django.http import HttpRequest, JsonResponse
 
 from datasets import uploads
-from digitslike.api import BadRequest, api, json_body
 from inference import trained
 from inference.export_api import SnapshotForm
 from jobs import serialize
+from web.api import BadRequest, api, json_body
 
 from . import services
 from .forms import UploadForm

@@ -16,7 +16,7 @@ class PretrainedConfig(AppConfig):
     name = "pretrained"
 
     def ready(self) -> None:
-        from digitslike.bodylimit import allow_large_bodies
+        from web.bodylimit import allow_large_bodies
 
         # These import the job model, which exists only once apps are loaded.
         from .services import KIND, models_using

@@ -3,9 +3,9 @@ of a snapshot, or uploaded."""
 
 from typing import Any
 
-from digitslike.apischema import MODEL_ID, body, json_answer, operation, ref
 from trainer.catalog import NETWORKS
 from training.openapi import SNAPSHOT_BODY
+from web.apischema import MODEL_ID, body, json_answer, operation, ref
 
 PATHS: dict[str, Any] = {
     "/api/models/{model_id}/pretrained": {

@@ -6,10 +6,10 @@ from __future__ import annotations
 from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
 
-from digitslike.api import BadRequest, api, json_body
 from jobs import serialize
 from jobs.models import Job
 from trainer import jobfiles
+from web.api import BadRequest, api, json_body
 
 from . import series, services
 from .forms import NewModelForm

@@ -7,12 +7,12 @@ from typing import Any
 
 from django import forms
 
-from digitslike.apischema import GROUP, GROUP_OWNER, JOB_ID, body, json_answer, operation, ref
 from trainer.catalog import NETWORKS, SOLVERS
 from trainer.eventkinds import SERIES
 from trainer.jobfiles import BEST_CHECKPOINT
 from training.forms import NewModelForm, ScheduleForm
 from training.jsondata import defaults
+from web.apischema import GROUP, GROUP_OWNER, JOB_ID, body, json_answer, operation, ref
 
 # What the forms' fields cannot say themselves: the other shapes a JSON body
 # may give (``training.jsondata``), which replace the field's own type, and

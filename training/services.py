@@ -14,11 +14,11 @@ from django.http import Http404
 from django.urls import reverse
 
 from datasets import store
-from digitslike.api import ActionError
 from jobs import serialize, services
 from jobs.models import ACTIVE, Job, Status
 from trainer import jobfiles
 from trainer.networks.layerspec import NetworkError, validate_layers
+from web.api import ActionError
 
 from . import catalog, series
 

@@ -18,12 +18,12 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_POST
 
-from digitslike.api import BadRequest, bad_request_message, error, json_body
-from digitslike.files import streamed_asynchronously
 from jobs import services as job_services
 from jobs.models import Job
 from jobs.views import _act
 from trainer import eventkinds, jobfiles, lr_policy
+from web.api import BadRequest, bad_request_message, error, json_body
+from web.files import streamed_asynchronously
 
 from . import catalog, presets, series, services
 from .forms import NewModelForm, ScheduleForm

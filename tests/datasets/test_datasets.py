@@ -17,7 +17,6 @@ from PIL import Image
 
 from datasets import folders
 from datasets.forms import defaults
-from digitslike import nulbytes
 from jobs import kinds
 from jobs.models import Job, Status
 from tests.datasetfiles import class_folders, image_bytes, tar_of
@@ -25,6 +24,7 @@ from tests.evalfiles import uploaded_dataset_job
 from tests.jobtools import wait_status
 from tests.trainfiles import make_dataset
 from trainer.datastore import SplitReader
+from web import nulbytes
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """An upload's other fields are checked before its archive is read
-(digitslike/fieldsfirst.py): a mistake there is refused with the field's
+(web/fieldsfirst.py): a mistake there is refused with the field's
 message while the archive is still being sent, and nothing is stored."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from django.http import QueryDict
 
 from accounts.models import ApiToken
 from datasets.forms import sent_field_errors
-from digitslike.fieldsfirst import fields_before_file
 from jobs.models import Job
 from tests.datasetfiles import class_folders, tar_of
+from web.fieldsfirst import fields_before_file
 
 BOUNDARY = b"b0undary"
 

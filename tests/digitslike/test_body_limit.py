@@ -1,5 +1,5 @@
 """Request bodies over the limit are refused with 413 before the web server
-reads them (digitslike/bodylimit.py); only signed-in users may send large
+reads them (web/bodylimit.py); only signed-in users may send large
 bodies, and only to the upload addresses. Through the real ASGI server."""
 
 from __future__ import annotations

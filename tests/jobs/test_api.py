@@ -10,10 +10,10 @@ from django.urls import URLPattern, get_resolver
 from django.utils import timezone
 
 from accounts.models import ApiToken
-from digitslike.api import whole_number
 from jobs.models import Job, JobTransition, Status
 from tests.apifuzz import send as stream_request
 from tests.clients import signed_in
+from web.api import whole_number
 
 
 def make_job(owner, status=Status.DONE, **fields):

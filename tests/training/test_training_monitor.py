@@ -10,7 +10,6 @@ import pytest
 from django.test import Client
 from django.utils.text import slugify
 
-from digitslike.api import ActionError
 from jobs import queue, services
 from jobs.bus import client as redis_client
 from jobs.models import Job, Status
@@ -18,6 +17,7 @@ from tests.clients import signed_in
 from trainer import eventkinds as kinds
 from trainer import events as eventlog
 from trainer import jobfiles
+from web.api import ActionError
 
 PARAMS = {"dataset": 1, "network": {"source": "standard", "name": "lenet"}, "epochs": 5, "lr": 0.01,
           "batch_size": 64, "solver": "sgd"}

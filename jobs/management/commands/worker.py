@@ -8,11 +8,11 @@ processes; the work itself runs in those processes; see ``jobs.pool``).
 import os
 import warnings
 
+from celery import current_app as app
 from celery.exceptions import SecurityWarning
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from digitslike.celery import app
 from jobs import worker
 from jobs.devices import gpus
 from trainer import environment

@@ -25,7 +25,7 @@ from django.http import HttpResponse, QueryDict
 from django.urls import Resolver404, resolve
 from django.utils.http import parse_header_parameters
 
-from digitslike.bodylimit import signed_in
+from web.bodylimit import signed_in
 
 # A form's fields are a few kilobytes; a body that has not reached its file by
 # then goes to Django unchecked.

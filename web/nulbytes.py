@@ -2,7 +2,7 @@
 before any view runs: no name, id, group or search here can hold one, and
 PostgreSQL's text columns raise an error on it (SQLite takes it), so a view
 that passed it on to a query would fail with a 500 on one database only.
-JSON bodies are checked where they are read (``digitslike.api.json_body``),
+JSON bodies are checked where they are read (``web.api.json_body``),
 form fields by Django's own validator."""
 
 from __future__ import annotations

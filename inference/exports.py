@@ -16,6 +16,7 @@ from jobs import services
 from jobs.models import ACTIVE, Job, Status
 from trainer import events as eventlog
 from trainer.jobfiles import MODEL_ARCHIVE
+from training.modeljobs import models
 
 from .snapshots import snapshot_file, stamp, stem
 
@@ -71,7 +72,7 @@ def page_context(job: Job) -> dict[str, Any]:
     """What the job page shows of an export (``JobKind.page_context``): the
     model and snapshot, and the download once the archive is made."""
     results = [event["data"] for event in eventlog.read_all(job.folder) if event["kind"] == "result"]
-    model = Job.objects.filter(pk=job.params.get("model"), kind="train").first()
+    model = models().filter(pk=job.params.get("model")).first()
     archive = archive_path(job)
     return {"export": {"model": model, "snapshot": job.params.get("snapshot"), "download_name": download_name(job),
                        "ready": archive is not None, "size": archive.stat().st_size if archive else None,

@@ -17,6 +17,7 @@ from datasets.folders import roots
 from jobs import services
 from jobs.models import Job
 from jobs.permissions import network_refusal
+from training.modeljobs import models
 
 from . import trained
 from .results import summary
@@ -60,7 +61,7 @@ def evaluate(owner: User, model: Job, split: str, snapshot: str = "") -> Job:
 
 def group_models(group_owner: str, group: str) -> QuerySet[Job]:
     """The models of ``group_owner``'s group (groups are each user's own)."""
-    return Job.objects.filter(owner__username=group_owner, group=group, kind="train").order_by("created_at", "id")
+    return models().filter(owner__username=group_owner, group=group).order_by("created_at", "id")
 
 
 def compare(owner: User, group_owner: str, group: str, split: str) -> tuple[list[Job], list[str]]:

@@ -11,6 +11,7 @@ from django.shortcuts import get_object_or_404
 from datasets import store
 from jobs.models import ACTIVE, Job
 from trainer import jobfiles
+from training.modeljobs import model_or_none, models
 
 SPLITS = {"val": "validation", "test": "test"}
 
@@ -25,12 +26,12 @@ class Unusable(Exception):
 
 
 def model_or_404(model_id: int) -> Job:
-    return get_object_or_404(Job, pk=model_id, kind="train")
+    return get_object_or_404(models(), pk=model_id)
 
 
 def find(model_id: Any) -> Job:
     """The training job ``model_id`` names, or ``Unusable`` saying why not."""
-    model = Job.objects.filter(pk=model_id, kind="train").first() if isinstance(model_id, int) else None
+    model = model_or_none(model_id)
     if model is None:
         raise Unusable(f"There is no model #{model_id}.")
     return model

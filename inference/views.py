@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 
 from jobs.models import Job
 from trainer.evaluation_files import CSV, REPORT, RESULTS
+from training.modeljobs import models
 from web.files import streamed_asynchronously
 
 from . import results, services, trained
@@ -33,7 +34,7 @@ def new_evaluation(request: HttpRequest) -> HttpResponse:
     initial = {"model": request.GET.get("model"), "source": "list"}
     form = EvaluationForm(request.POST or None, request.FILES or None, initial=initial)
     form.fields["model"].widget = forms.Select(choices=[("", "Choose a model")] + [
-        (model.pk, f"#{model.pk} {model.name}") for model in Job.objects.filter(kind="train").order_by("-created_at")])
+        (model.pk, f"#{model.pk} {model.name}") for model in models().order_by("-created_at")])
     if request.method == "POST" and form.is_valid():
         try:
             return redirect("job", form.submit(request.user).pk)
@@ -101,7 +102,7 @@ def download(request: HttpRequest, job_id: int, what: str) -> FileResponse:
 
 def page_context(job: Job) -> dict[str, Any]:
     """What the job page shows of an evaluation (``JobKind.page_context``)."""
-    model = Job.objects.filter(pk=job.params.get("model"), kind="train").first()
+    model = models().filter(pk=job.params.get("model")).first()
     return {"evaluation": {
         "job": job.pk,
         "done": results.report(job) is not None,

@@ -14,6 +14,7 @@ from inference.snapshots import snapshot_file, stem
 from jobs import services, uploadfiles
 from jobs.models import Job
 from trainer import jobfiles
+from training.modeljobs import models
 from training.services import PRETRAINED_KIND, RUN_CODE
 
 KIND = PRETRAINED_KIND
@@ -51,4 +52,4 @@ def _params(owner: User, source: dict[str, Any]) -> dict[str, Any]:
 
 def models_using(job: Job) -> QuerySet[Job]:
     """The models fine-tuned from it (``JobKind.dependents``)."""
-    return Job.objects.filter(kind="train", params__pretrained__job=job.pk)
+    return models().filter(params__pretrained__job=job.pk)

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 from datasets import uploads
 from inference import trained
 from jobs.models import Job
+from training.modeljobs import models
 from training.services import pretrained_info
 
 from . import services
@@ -49,7 +50,7 @@ def page_context(job: Job) -> dict[str, Any]:
     where it comes from, and once made its network, classes and the models
     fine-tuned from it."""
     source = job.params.get("source") or {}
-    model = Job.objects.filter(pk=source.get("model"), kind="train").first() if source.get("type") == "snapshot" else None
+    model = models().filter(pk=source.get("model")).first() if source.get("type") == "snapshot" else None
     return {"pretrained": {"source": source, "model": model, "info": pretrained_info(job),
                            "used_by": list(services.models_using(job)[:20]),
                            "new_model_url": f"{reverse('new-model')}?pretrained_model={job.pk}"}}

@@ -11,7 +11,7 @@ from jobs.models import Job
 from trainer import jobfiles
 from web.api import BadRequest, api, json_body
 
-from . import series, services
+from . import modeljobs, series, services
 from .forms import NewModelForm
 from .jsondata import api_data
 from .views import preview
@@ -34,7 +34,7 @@ def lr_preview(request: HttpRequest) -> JsonResponse:
 
 @api("GET")
 def metrics(request: HttpRequest, job_id: int) -> JsonResponse:
-    job = get_object_or_404(Job, pk=job_id, kind="train")
+    job = get_object_or_404(modeljobs.models(), pk=job_id)
     try:
         points = series.clamp_points(request.GET.get("points"))
     except ValueError as exc:

@@ -25,6 +25,7 @@ from trainer.networks.layerspec import NetworkError, validate_layers
 from trainer.steps import total_steps
 
 from . import catalog, fewsteps, sweeps
+from .modeljobs import MODEL_KIND
 from .services import RUN_CODE, built_dataset, dataset_choices, dataset_classes, pretrained_models, previous_jobs
 
 SEED_LIMIT = 2**31 - 1
@@ -447,5 +448,5 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
         runs = sweeps.expand(data["name"], self.params(), data["lr"], data["batch_size"])
         group = sweeps.group_name(data["name"], data["group"], len(runs))
         with transaction.atomic():
-            return [job_services.submit(owner, "train", run.name, run.params, self.resources(), group=group,
+            return [job_services.submit(owner, MODEL_KIND, run.name, run.params, self.resources(), group=group,
                                     notes=data["notes"]) for run in runs]

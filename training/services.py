@@ -20,7 +20,7 @@ from trainer import jobfiles
 from trainer.networks.layerspec import NetworkError, validate_layers
 from web.api import ActionError
 
-from . import catalog, series
+from . import catalog, modeljobs, series
 
 RUN_CODE = "jobs.run_code"
 PRETRAINED_KIND = "pretrained"  # the pretrained app's jobs: weights a new model may be fine-tuned from
@@ -33,7 +33,7 @@ GROUP_POINTS = 500  # per curve: a group overlays many runs
 def previous_jobs() -> list[dict[str, Any]]:
     """Finished or aborted training jobs that left snapshots, newest first."""
     found = []
-    for job in Job.objects.filter(kind="train", status__in=[Status.DONE, Status.ABORTED])[:PREVIOUS_JOBS_SHOWN]:
+    for job in modeljobs.models().filter(status__in=[Status.DONE, Status.ABORTED])[:PREVIOUS_JOBS_SHOWN]:
         files = jobfiles.snapshots(job.folder)
         if files and isinstance(job.params.get("network"), dict):
             found.append({"id": job.pk, "label": f"{job.name} #{job.pk} ({job.get_status_display().lower()})",
@@ -159,7 +159,7 @@ def request_profile(job: Job, user: Any) -> Job:
     """Ask the running trainer to profile a few steps: it watches for the
     file, profiles, deletes the file and reports a ``profile`` event."""
     services.require_change(job, user)
-    if job.kind != "train":
+    if not modeljobs.is_model(job):
         raise ActionError("Only training jobs can be profiled.")
     job.refresh_from_db(fields=["status"])
     if job.status != Status.RUNNING:
@@ -193,7 +193,7 @@ def group_data(owner: str, group: str, points: int = GROUP_POINTS) -> dict[str, 
     rows = []
     for job in jobs:
         row = serialize.job_summary(job)
-        if job.kind == "train":
+        if modeljobs.is_model(job):
             params = job.params
             network = params.get("network") or {}
             row.update({

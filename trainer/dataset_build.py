@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from . import diskspace, events
+from . import diskspace, eventkinds, events
 from .archives import ArchiveError, Entry, Limits, MemberReader, list_members
 from .build_pool import MeanSums, decode_batch, init_worker
 from .children import fork_pool
@@ -209,8 +209,8 @@ class Progress:
         self.last = now
         rate = done / max(now - self.start, 1e-9)
         eta = (self.total - done) / rate if rate else None
-        events.append(self.job_dir, "progress", {"progress": done / self.total if self.total else 1.0, "done": done,
-                                                 "total": self.total, "rate": rate, "eta": eta})
+        events.append(self.job_dir, eventkinds.PROGRESS, {"progress": done / self.total if self.total else 1.0, "done": done,
+                                                          "total": self.total, "rate": rate, "eta": eta})
 
 
 def _plan(config: dict[str, Any], partial: Path, roots: list[Path]) -> tuple[Plan, MemberReader | None]:
@@ -244,7 +244,7 @@ def build(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
     plan, archive = _plan(config, partial, roots)
     for warning in plan.warnings:
         print(f"warning: {warning}", flush=True)
-        events.append(job_dir, "warning", {"message": warning})
+        events.append(job_dir, eventkinds.WARNING, {"message": warning})
     if not plan.items:
         why = " ".join(plan.warnings) or "the source holds no class folders with files."
         raise BuildError(f"No images to build from: {why}")
@@ -350,7 +350,7 @@ def fail(job_dir: Path, partial: Path, message: str) -> int:
     """Report the build's failure as its error, once the unfinished dataset
     is gone (so a full disk has room for the message again)."""
     shutil.rmtree(partial, ignore_errors=True)
-    events.append(job_dir, "error", {"message": message})
+    events.append(job_dir, eventkinds.ERROR, {"message": message})
     print(f"error: {message}", flush=True)
     return 1
 
@@ -378,8 +378,8 @@ def main(config_path: str) -> int:
         shutil.rmtree(partial, ignore_errors=True)
     remove_upload(config)
     counts = {s: manifest["splits"][s]["count"] for s in SPLITS}
-    events.append(job_dir, "result", {"counts": counts, "classes": len(manifest["classes"]),
-                                      "skipped": manifest["skipped"]["total"], "seconds": manifest["seconds"]})
+    events.append(job_dir, eventkinds.RESULT, {"counts": counts, "classes": len(manifest["classes"]),
+                                               "skipped": manifest["skipped"]["total"], "seconds": manifest["seconds"]})
     print(f"done: {counts} in {manifest['seconds']:.1f} s, {manifest['skipped']['total']} file(s) skipped", flush=True)
     return 0
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from . import diskspace, eventkinds, events
+from . import diskspace, eventkinds, events, jobfiles
 from .archives import ArchiveError, Entry, Limits, MemberReader, list_members
 from .build_pool import MeanSums, decode_batch, init_worker
 from .children import fork_pool
@@ -39,6 +39,7 @@ from .datastore import EncodedSplitWriter, RawSplitWriter, images_file, replace_
 
 PROGRESS_EVERY_SECONDS = 0.5
 TASKS_PER_BATCH = 32  # images a pool process is sent at a time
+PARTIAL = f"{jobfiles.DATASET}.partial"  # the dataset while it is built
 UNCOMPRESSED_ARCHIVE = "archive.tar"  # a compressed tar's uncompressed copy, read in place by the pool
 
 
@@ -237,7 +238,7 @@ def _plan(config: dict[str, Any], partial: Path, roots: list[Path]) -> tuple[Pla
 
 def build(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
     started = time.monotonic()
-    partial, final = job_dir / "dataset.partial", job_dir / "dataset"
+    partial, final = job_dir / PARTIAL, job_dir / jobfiles.DATASET
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     roots = [Path(r).resolve() for r in config.get("roots", [])]
@@ -308,9 +309,9 @@ def _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, im
         mean = mean_sum / n_train
         np.save(partial / "mean.npy", mean.astype(np.float32))
         pixels = np.clip(np.rint(mean), 0, 255).astype(np.uint8)
-        Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels).save(partial / "mean.png")
-        mean_file = "mean.png"
-    (partial / "skipped.json").write_text(json.dumps(skipped, ensure_ascii=False, indent=1))
+        Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels).save(partial / jobfiles.MEAN_IMAGE)
+        mean_file = jobfiles.MEAN_IMAGE
+    (partial / jobfiles.SKIPPED).write_text(json.dumps(skipped, ensure_ascii=False, indent=1))
     skipped_per_class: dict[str, Counter] = defaultdict(Counter)
     for entry in skipped:
         skipped_per_class[entry["class"]][entry["split"]] += 1
@@ -330,7 +331,7 @@ def _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, im
     manifest["files"] = {p.name: {"bytes": p.stat().st_size, **({"images_sha256": images_sha256[p.name]}
                                                                 if p.name in images_sha256 else {"sha256": sha256(p)})}
                          for p in sorted(partial.iterdir()) if p.is_file()}
-    (partial / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
+    (partial / jobfiles.MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
     final.mkdir(exist_ok=True)
     replace_folder(partial, final)
     return manifest
@@ -358,7 +359,7 @@ def fail(job_dir: Path, partial: Path, message: str) -> int:
 def main(config_path: str) -> int:
     job_dir = Path(config_path).parent
     config = json.loads(Path(config_path).read_text())
-    partial = job_dir / "dataset.partial"
+    partial = job_dir / PARTIAL
 
     def stop(signum: int, frame: object) -> None:
         """Aborted: remove the unfinished dataset at once and go (the pool's processes get the same signal)."""

@@ -43,6 +43,8 @@ from pathlib import Path
 import httpx
 from launched import CIFAR, Failed, LaunchedApp, cifar_archive
 
+from trainer import eventkinds
+
 TOLERANCE = 1e-5  # relative, on the final validation loss of the resumed and the uninterrupted run
 
 
@@ -122,7 +124,7 @@ def main() -> int:
             job = app.call("POST", "/api/datasets", data=fields, files={"archive": ("cifar.tar.gz", handle)}).json()
         done = app.wait_job(job["id"], 600)
         state["dataset"] = job["id"]
-        counts = app.events(job["id"], "result")[-1]["data"]["counts"]
+        counts = app.events(job["id"], eventkinds.RESULT)[-1]["data"]["counts"]
         if counts["val"] <= 512 or counts["train"] <= 512:
             raise Failed(f"splits of {counts}: each must be over 512 images to take the decoding pool")
         return f"{archive.stat().st_size / 2**20:.1f} MiB uploaded, built {counts} ({done['status']})"
@@ -135,7 +137,7 @@ def main() -> int:
         state["model"] = job["id"]
         job_folder = app.job_folder(job["id"])
         deadline = time.monotonic() + 900
-        while not app.events(job["id"], "snapshot"):
+        while not app.events(job["id"], eventkinds.SNAPSHOT):
             if time.monotonic() > deadline or app.job(job["id"])["status"] in ("done", "failed", "aborted"):
                 raise Failed(f"no snapshot to kill after; the job is {app.job(job['id'])['status']}")
             time.sleep(0.5)
@@ -145,17 +147,17 @@ def main() -> int:
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
         done = app.wait_job(job["id"], 1800)
-        resumes = app.events(job["id"], "resume")
+        resumes = app.events(job["id"], eventkinds.RESUME)
         if done["attempt"] != 2 or len(resumes) != 1:
             raise Failed(f"expected one resume in attempt 2, got attempt {done['attempt']} and {len(resumes)} resume(s)")
-        state["result"] = app.events(job["id"], "result")[-1]["data"]
+        state["result"] = app.events(job["id"], eventkinds.RESULT)[-1]["data"]
         return (f"killed {pids} after the first snapshot; resumed at step {resumes[0]['data']['step']} "
                 f"and ended: val loss {state['result']['final']['val_loss']:.6f}")
 
     def uninterrupted() -> str:
         clone = app.call("POST", f"/api/jobs/{state['model']}/clone").json()
         app.wait_job(clone["id"], 1800)
-        theirs = app.events(clone["id"], "result")[-1]["data"]["final"]["val_loss"]
+        theirs = app.events(clone["id"], eventkinds.RESULT)[-1]["data"]["final"]["val_loss"]
         mine = state["result"]["final"]["val_loss"]
         if abs(mine - theirs) > TOLERANCE * abs(theirs):
             raise Failed(f"resumed {mine:.6f} against uninterrupted {theirs:.6f}")

@@ -47,18 +47,19 @@ def train(owner, args: argparse.Namespace):
 
     from jobs.models import Job, Status
     from tests.trainfiles import make_dataset, train_config
+    from trainer import jobfiles
     from trainer.distributed import Placement
     from trainer.train import Run
 
     dataset = Job.objects.create(kind="dataset", name="bars", owner=owner, status=Status.DONE)
-    make_dataset(dataset.folder / "dataset", {"train": 500, SPLIT: args.images // 4, "test": 0})
-    params = train_config(dataset.folder / "dataset", dataset=dataset.pk, epochs=args.epochs,
+    make_dataset(dataset.folder / jobfiles.DATASET, {"train": 500, SPLIT: args.images // 4, "test": 0})
+    params = train_config(dataset.folder / jobfiles.DATASET, dataset=dataset.pk, epochs=args.epochs,
                           network={"source": "standard", "name": args.network})
     model = Job.objects.create(kind="train", name=args.network, owner=owner, status=Status.DONE, params=params,
                                resources={"device": "cpu", "count": 1})
     model.folder.mkdir(parents=True)
     config = {**params, "job_id": model.pk, "devices": ["cpu0"]}
-    (model.folder / "config.json").write_text(json.dumps(config))
+    (model.folder / jobfiles.CONFIG).write_text(json.dumps(config))
     Run(config, model.folder, Placement(0, 1, 0, torch.device("cpu"))).train()
     return model
 
@@ -114,7 +115,7 @@ def evaluation(owner, model) -> tuple[float, float, int]:
     """In-job images per second (first to last progress event), the whole job's seconds, and its image count."""
     from inference import services
     from jobs.models import Job, Status
-    from trainer import events
+    from trainer import eventkinds, events
 
     start = time.perf_counter()
     job = services.evaluate(owner, model, SPLIT)
@@ -124,7 +125,7 @@ def evaluation(owner, model) -> tuple[float, float, int]:
     job.refresh_from_db()
     if job.status != Status.DONE:
         raise SystemExit(f"the evaluation ended {job.status}: {job.error}")
-    progress = [e for e in events.read_all(job.folder) if e["kind"] == "progress" and "done" in e["data"]]
+    progress = [e for e in events.read_all(job.folder) if e["kind"] == eventkinds.PROGRESS and "done" in e["data"]]
     first, last = progress[0], progress[-1]
     if last["t"] <= first["t"]:
         raise SystemExit("the evaluation was too quick to time between progress events: give more --images")

@@ -37,6 +37,8 @@ import numpy as np
 from PIL import Image
 from stack import ROOT, machine
 
+from trainer import jobfiles
+
 CLASSES = 10
 
 
@@ -98,9 +100,9 @@ def app_build(source: Path, work: Path, size: int) -> tuple[float, int]:
     config = {"source": origin, "roots": [str(source)], "channels": 3,
               "width": size, "height": size, "resize_mode": "squash", "val_percent": 0, "test_percent": 0,
               "min_per_class": 1, "max_per_class": None, "encoding": "none", "quality": 90, "seed": 1, "mean": True}
-    (job / "config.json").write_text(json.dumps(config))
+    (job / jobfiles.CONFIG).write_text(json.dumps(config))
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "trainer.dataset_build", "config.json"], cwd=job,
+    process = subprocess.Popen([sys.executable, "-m", "trainer.dataset_build", jobfiles.CONFIG], cwd=job,
                                env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL)
     peak = 0
     while process.poll() is None:

@@ -49,15 +49,17 @@ def app_latencies(stack: Stack, count: int) -> list[float]:
 
 
 def plain_latencies(count: int) -> list[float]:
+    from trainer import jobfiles
+
     latencies = []
     for _ in range(count):
         with tempfile.TemporaryDirectory() as folder:
-            config = Path(folder) / "config.json"
+            config = Path(folder) / jobfiles.CONFIG
             config.write_text(json.dumps({"steps": 0}))
             launched = time.time()
             subprocess.run([sys.executable, "-m", "tests.sleeper", str(config)], cwd=ROOT, check=True,
                            stdout=subprocess.DEVNULL, env={"PYTHONPATH": str(ROOT)})
-            started = json.loads((Path(folder) / "events.jsonl").read_text().splitlines()[0])
+            started = json.loads((Path(folder) / jobfiles.EVENTS).read_text().splitlines()[0])
             latencies.append(started["data"]["t"] - launched)
     return latencies
 

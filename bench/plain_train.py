@@ -38,6 +38,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from trainer import jobfiles  # noqa: E402
 from trainer.hostmemory import keep_freed_memory  # noqa: E402
 from trainer.networks import build  # noqa: E402
 
@@ -128,7 +129,7 @@ def main(dataset: str, out_dir: str, recipe_json: str) -> None:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.backends.cudnn.benchmark = True
     folder, out = Path(dataset), Path(out_dir)
-    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest = json.loads((folder / jobfiles.MANIFEST).read_text())
     height, width, channels = manifest["image_shape"]
     train_x, train_y = load(folder, "train", device)
     val_x, val_y = load(folder, "val", device)

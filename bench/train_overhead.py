@@ -67,7 +67,7 @@ from launched import CIFAR, LaunchedApp, cifar_archive
 from PIL import Image
 from stack import ROOT, machine
 
-from trainer import environment, eventkinds, events
+from trainer import environment, eventkinds, events, jobfiles
 from trainer.train import WARMUP_STEPS
 
 
@@ -135,7 +135,7 @@ def upload(app: LaunchedApp, args: argparse.Namespace) -> Path:
         job = app.call("POST", "/api/datasets", data=fields, files={"archive": (archive.name, handle)}).json()
     app.wait_job(job["id"], 1800)
     args.dataset_job = job["id"]
-    return app.job_folder(job["id"]) / "dataset"
+    return app.job_folder(job["id"]) / jobfiles.DATASET
 
 
 def stack_cpu_seconds(app: LaunchedApp) -> dict[str, float]:
@@ -256,14 +256,14 @@ def ddp_run(dataset: Path, args: argparse.Namespace, processes: int) -> dict:
                           batch_size=args.batch // processes, lr=work.lr, precision=args.precision, seed=0,
                           lr_policy={"name": "cosine"}, solver=work.solver, scale_lr=False,
                           snapshot_interval=args.epochs)
-    (folder / "config.json").write_text(json.dumps({**config, "job_id": 0, "devices": []}))
+    (folder / jobfiles.CONFIG).write_text(json.dumps({**config, "job_id": 0, "devices": []}))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}"] if processes > 1 else []
-    done = subprocess.run([sys.executable, *launcher, "-m", "trainer.train", "config.json"], cwd=folder, env=env,
+    done = subprocess.run([sys.executable, *launcher, "-m", "trainer.train", jobfiles.CONFIG], cwd=folder, env=env,
                           capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"the trainer with {processes} process(es) failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
-    return next(e["data"] for e in reversed(events.read_all(folder)) if e["kind"] == "result")
+    return next(e["data"] for e in reversed(events.read_all(folder)) if e["kind"] == eventkinds.RESULT)
 
 
 def spread(values: list[float]) -> str:

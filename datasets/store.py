@@ -11,6 +11,7 @@ from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
 from jobs.models import Job
+from trainer import jobfiles
 from trainer.datastore import SplitReader, folder_size
 
 SPLITS = ("train", "val", "test")
@@ -21,19 +22,19 @@ def job_or_404(job_id: int) -> Job:
 
 
 def folder(job: Job) -> Path:
-    return job.folder / "dataset"
+    return job.folder / jobfiles.DATASET
 
 
 def manifest(job: Job) -> dict[str, Any] | None:
     try:
-        return json.loads((folder(job) / "manifest.json").read_text())
+        return json.loads((folder(job) / jobfiles.MANIFEST).read_text())
     except FileNotFoundError:
         return None
 
 
 def skipped(job: Job) -> list[dict[str, Any]]:
     try:
-        return json.loads((folder(job) / "skipped.json").read_text())
+        return json.loads((folder(job) / jobfiles.SKIPPED).read_text())
     except FileNotFoundError:
         return []
 
@@ -45,7 +46,7 @@ def _reader(path: str, split: str, encoding: str, shape: tuple[int, int, int], m
 
 def reader(job: Job, split: str, info: dict[str, Any]) -> SplitReader:
     path = folder(job)
-    mtime = (path / "manifest.json").stat().st_mtime
+    mtime = (path / jobfiles.MANIFEST).stat().st_mtime
     return _reader(str(path), split, info["encoding"], tuple(info["image_shape"]), mtime)
 
 

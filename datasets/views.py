@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 
 from jobs import services as job_services
 from jobs.models import Job
+from trainer import jobfiles
 from trainer.datastore import png_bytes
 from trainer.imageio import ImageError, load_image, resize
 from web.api import error
@@ -139,7 +140,7 @@ def option_rows(options: dict[str, Any]) -> list[tuple[str, Any]]:
 
 @login_required
 def mean_image(request: HttpRequest, job_id: int) -> FileResponse:
-    path = store.folder(store.job_or_404(job_id)) / "mean.png"
+    path = store.folder(store.job_or_404(job_id)) / jobfiles.MEAN_IMAGE
     if not path.exists():
         raise Http404("This dataset has no mean image.")
     return streamed_asynchronously(request, FileResponse(open(path, "rb"), content_type="image/png"))

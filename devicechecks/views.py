@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from jobs.models import Job
+from trainer import eventkinds
 from trainer import events as eventlog
 
 from .forms import DeviceCheckForm
@@ -26,5 +27,5 @@ def new_device_check(request: HttpRequest) -> HttpResponse:
 def page_context(job: Job) -> dict[str, Any]:
     """What the job page shows of a device check (``JobKind.page_context``):
     the rate it measured, once it has."""
-    results = [e["data"] for e in eventlog.read_all(job.folder) if e["kind"] == "result"]
+    results = [e["data"] for e in eventlog.read_all(job.folder) if e["kind"] == eventkinds.RESULT]
     return {"check_result": results[-1] if results else None}

@@ -14,6 +14,7 @@ from django.utils.text import get_valid_filename
 
 from jobs import services
 from jobs.models import ACTIVE, Job, Status
+from trainer import eventkinds
 from trainer import events as eventlog
 from trainer.jobfiles import MODEL_ARCHIVE
 from training.modeljobs import models
@@ -71,7 +72,7 @@ def download_urls(job: Job) -> dict[str, str]:
 def page_context(job: Job) -> dict[str, Any]:
     """What the job page shows of an export (``JobKind.page_context``): the
     model and snapshot, and the download once the archive is made."""
-    results = [event["data"] for event in eventlog.read_all(job.folder) if event["kind"] == "result"]
+    results = [event["data"] for event in eventlog.read_all(job.folder) if event["kind"] == eventkinds.RESULT]
     model = models().filter(pk=job.params.get("model")).first()
     archive = archive_path(job)
     return {"export": {"model": model, "snapshot": job.params.get("snapshot"), "download_name": download_name(job),

@@ -21,6 +21,7 @@ import redis
 import redis.asyncio as aioredis
 from django.conf import settings
 
+from trainer import eventkinds
 from trainer import events as eventlog
 
 from . import eventseek
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 STREAM_MAXLEN = 20_000
 STREAM_TTL_SECONDS = 7 * 24 * 3600
 # Event kinds that list pages need besides the job's own page.
-SUMMARY_KINDS = ("status", "progress")
+SUMMARY_KINDS = (eventkinds.STATUS, eventkinds.PROGRESS)
 
 
 def key(*parts: object) -> str:

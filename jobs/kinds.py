@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.core import checks
 
+from trainer import jobfiles
+
 from .jobpaths import in_job_words
 
 if TYPE_CHECKING:
@@ -155,7 +157,7 @@ def names_in(category: str) -> list[str]:
 
 def python_module(module: str) -> Callable[[Job], list[str]]:
     """The command for a kind implemented as ``python -m module config.json``."""
-    return lambda job: [sys.executable, "-m", module, "config.json"]
+    return lambda job: [sys.executable, "-m", module, jobfiles.CONFIG]
 
 
 def check_categories(**kwargs: Any) -> list[checks.CheckMessage]:

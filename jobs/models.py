@@ -25,6 +25,8 @@ from django.contrib.auth.models import User
 from django.db import models, transaction
 from django.utils import timezone
 
+from trainer import eventkinds
+
 from .events import publish
 
 
@@ -122,8 +124,8 @@ class Job(models.Model):
                 confirm()
             recorded = JobTransition.objects.create(job_id=self.pk, status=to, at=now, message=message)
         self.refresh_from_db()
-        publish(self, "status", {"status": to, "message": message, "progress": self.progress,
-                                 "transition": recorded.pk})
+        publish(self, eventkinds.STATUS, {"status": to, "message": message, "progress": self.progress,
+                                          "transition": recorded.pk})
         return True
 
     def run_spans(self) -> list[tuple[datetime, datetime | None]]:

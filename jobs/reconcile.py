@@ -12,6 +12,8 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
+from trainer import eventkinds
+
 from . import eventseek, kinds
 from .models import Job, JobNode, Status, Worker
 from .queue import enqueue, job_ids_in_broker
@@ -66,7 +68,7 @@ def requeued_progress(job: Job) -> float:
     if not (kind and kind.resume_file and (job.folder / kind.resume_file).is_file()):
         return 0.0
     recorded = (e["data"]["progress"] for e in reversed(eventseek.tail(job.folder, PROGRESS_EVENTS))
-                if e["kind"] == "progress")
+                if e["kind"] == eventkinds.PROGRESS)
     return max(job.progress, next(recorded, 0.0))
 
 

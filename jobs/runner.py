@@ -25,7 +25,7 @@ from django.contrib.auth.models import User
 from django.db.models import F, Q
 from django.utils import timezone
 
-from trainer import diskspace, environment, jobfiles
+from trainer import diskspace, environment, eventkinds, jobfiles
 from trainer import events as eventlog
 from trainer.gpus import CUDA_NUMBERING
 
@@ -289,7 +289,7 @@ def supervise(job: Job, process: subprocess.Popen) -> tuple[int, str]:
         relay_log(job, lines)
         forwarded = forwarder.forward()
         for event in forwarded:
-            if event["kind"] == "progress":
+            if event["kind"] == eventkinds.PROGRESS:
                 job.progress = float(event["data"]["progress"])
         now = time.monotonic()
         if lines or forwarded:
@@ -323,8 +323,8 @@ def mark_silent(job: Job, limit: float | None) -> None:
         return
     job.silent_since = timezone.now() if limit is not None else None
     Job.objects.filter(pk=job.pk).update(silent_since=job.silent_since)
-    publish(job, "silence", {"since": job.silent_since.isoformat() if job.silent_since else None,
-                             "limit_seconds": limit})
+    publish(job, eventkinds.SILENCE, {"since": job.silent_since.isoformat() if job.silent_since else None,
+                                       "limit_seconds": limit})
 
 
 def relay_log(job: Job, lines: list[str]) -> None:
@@ -333,7 +333,7 @@ def relay_log(job: Job, lines: list[str]) -> None:
     relay goes on, so the job is still watched and its end recorded."""
     try:
         for start in range(0, len(lines), LOG_LINES_PER_EVENT):
-            eventlog.append(job.folder, "log", {"lines": lines[start:start + LOG_LINES_PER_EVENT]})
+            eventlog.append(job.folder, eventkinds.LOG, {"lines": lines[start:start + LOG_LINES_PER_EVENT]})
     except OSError as exc:
         if not diskspace.is_full(exc):
             raise
@@ -424,7 +424,7 @@ def failure_message(job: Job, code: int) -> str:
     but full, that (its error could not be written); else one sentence with
     the exception its log ends with, if any: the traceback stays in the log,
     where the page shows it. No server paths either way."""
-    errors = [e for e in eventseek.tail(job.folder, FAILURE_EVENTS) if e["kind"] == "error"]
+    errors = [e for e in eventseek.tail(job.folder, FAILURE_EVENTS) if e["kind"] == eventkinds.ERROR]
     if errors:
         return shown(str(errors[-1]["data"]["message"]), job.folder)
     if diskspace.is_nearly_full(job.folder):

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from trainer import eventkinds
 from web.api import ActionError
 
 from . import bus, jobpaths, kinds, permissions, quotas
@@ -59,8 +60,8 @@ def refuse_over_quota(owner: User) -> None:
 
 def _announce_and_enqueue(job: Job, submitted: JobTransition) -> None:
     bus.forget(job.pk)
-    publish(job, "status", {"status": Status.QUEUED, "message": "Submitted", "progress": 0.0,
-                            "transition": submitted.pk})
+    publish(job, eventkinds.STATUS, {"status": Status.QUEUED, "message": "Submitted", "progress": 0.0,
+                                     "transition": submitted.pk})
     enqueue(job)
 
 
@@ -69,7 +70,7 @@ def abort(job: Job, user: User) -> None:
     if job.transition(Status.ABORTED, frm=PENDING, message=f"Aborted by {user.username} before it ran"):
         return
     if Job.objects.filter(pk=job.pk, status=Status.RUNNING).update(abort_requested=True):
-        publish(job, "abort", {"by": user.username})
+        publish(job, eventkinds.ABORT, {"by": user.username})
         return
     job.refresh_from_db()
     raise ActionError(f"The job is {job.get_status_display().lower()}; only queued, waiting or running jobs can be aborted.")
@@ -80,7 +81,7 @@ def restart(job: Job, user: User) -> None:
     worker then queues it again (``runner.restarted``)."""
     require_change(job, user)
     if Job.objects.filter(pk=job.pk, status=Status.RUNNING, silent_since__isnull=False).update(restart_requested=True):
-        publish(job, "restart", {"by": user.username})
+        publish(job, eventkinds.RESTART, {"by": user.username})
         return
     raise ActionError("Only a running job that has stopped responding can be killed and restarted; "
                       "this one is responding (or no longer running).")
@@ -176,7 +177,7 @@ def _tell_lost(dependent: Job, lost: dict[str, Any]) -> None:
         dependent = Job.objects.select_for_update().get(pk=dependent.pk)
         dependent.lost_dependencies = [*dependent.lost_dependencies, lost]
         dependent.save(update_fields=["lost_dependencies"])
-    publish(dependent, "dependency_deleted", {**lost, "message": dependent.lost_dependency_notices()[-1]})
+    publish(dependent, eventkinds.DEPENDENCY_DELETED, {**lost, "message": dependent.lost_dependency_notices()[-1]})
 
 
 def refuse_if_lost_dependencies(job: Job, action: str) -> None:

@@ -15,12 +15,13 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image
 
+from datasets import store
 from datasets.forms import DatasetForm
 from inference import services
 from inference.forms import EvaluationForm
 from jobs.models import Job, Status
 from tests.trainfiles import CLASSES, bars, make_dataset, train_config
-from trainer import events
+from trainer import eventkinds, events, jobfiles
 from trainer.distributed import Placement
 from trainer.evaluation_files import OUTPUT, REPORT, RESULTS
 from trainer.inference.job import page_report
@@ -31,7 +32,7 @@ CPU = Placement(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
 
 def dataset_job(owner, **sizes) -> Job:
     job = Job.objects.create(kind="dataset", name="bars", owner=owner, status=Status.DONE)
-    make_dataset(job.folder / "dataset", per_class=sizes or None)
+    make_dataset(store.folder(job), per_class=sizes or None)
     return job
 
 
@@ -40,12 +41,12 @@ def trained_model(owner, dataset: Job | None = None, name: str = "lenet", group:
     """A done training job whose folder holds a trained LeNet (or the
     network ``overrides`` name)."""
     dataset = dataset or dataset_job(owner)
-    params = train_config(dataset.folder / "dataset", dataset=dataset.pk, epochs=epochs, **overrides)
+    params = train_config(store.folder(dataset), dataset=dataset.pk, epochs=epochs, **overrides)
     model = Job.objects.create(kind="train", name=name, owner=owner, status=Status.DONE, params=params, group=group,
                                resources={"device": "cpu", "count": 1})
     config = {**params, "job_id": model.pk, "devices": ["cpu0"]}
     model.folder.mkdir(parents=True)
-    (model.folder / "config.json").write_text(json.dumps(config))
+    (model.folder / jobfiles.CONFIG).write_text(json.dumps(config))
     Run(config, model.folder, CPU).train()
     return model
 
@@ -58,7 +59,7 @@ def train_once(root: Path, epochs: int = 2) -> Path:
     run = root / "run"
     run.mkdir()
     config = {**train_config(dataset_dir, epochs=epochs), "job_id": 0, "devices": ["cpu0"]}
-    (run / "config.json").write_text(json.dumps(config))
+    (run / jobfiles.CONFIG).write_text(json.dumps(config))
     Run(config, run, CPU).train()
     return root
 
@@ -81,17 +82,17 @@ def uploaded_dataset_job(owner) -> Job:
 def copied_model(owner, trained: Path, name: str = "lenet", group: str = "") -> Job:
     """A done training job and its dataset's, holding copies of what ``train_once`` made."""
     dataset = uploaded_dataset_job(owner)
-    shutil.copytree(trained / "dataset", dataset.folder / "dataset")
-    manifest = json.loads((dataset.folder / "dataset" / "manifest.json").read_text())
+    shutil.copytree(trained / "dataset", store.folder(dataset))
+    manifest = json.loads((store.folder(dataset) / jobfiles.MANIFEST).read_text())
     manifest["options"] = {k: v for k, v in dataset.params.items() if k != "roots"}  # as the build records them
-    (dataset.folder / "dataset" / "manifest.json").write_text(json.dumps(manifest))
-    config = json.loads((trained / "run" / "config.json").read_text())
-    params = {**config, "dataset": dataset.pk, "dataset_dir": str(dataset.folder / "dataset")}
+    (store.folder(dataset) / jobfiles.MANIFEST).write_text(json.dumps(manifest))
+    config = json.loads((trained / "run" / jobfiles.CONFIG).read_text())
+    params = {**config, "dataset": dataset.pk, "dataset_dir": str(store.folder(dataset))}
     del params["job_id"], params["devices"]
     model = Job.objects.create(kind="train", name=name, owner=owner, status=Status.DONE, params=params, group=group,
                                resources={"device": "cpu", "count": 1}, progress=1.0)
     shutil.copytree(trained / "run", model.folder)
-    (model.folder / "config.json").write_text(json.dumps({**params, "job_id": model.pk, "devices": ["cpu0"]}))
+    (model.folder / jobfiles.CONFIG).write_text(json.dumps({**params, "job_id": model.pk, "devices": ["cpu0"]}))
     return model
 
 
@@ -99,12 +100,12 @@ def model_with_snapshot(owner, status=Status.DONE, **sizes) -> Job:
     """A training job as far as the web sees it: its config, one snapshot file and its event."""
     dataset = dataset_job(owner, **sizes)
     model = Job.objects.create(kind="train", name="lenet", owner=owner, status=status, group="sweep",
-                               params=train_config(dataset.folder / "dataset", dataset=dataset.pk),
+                               params=train_config(store.folder(dataset), dataset=dataset.pk),
                                resources={"device": "cpu", "count": 1})
     (model.folder / "checkpoints").mkdir(parents=True)
-    (model.folder / "config.json").write_text(json.dumps(model.params))
+    (model.folder / jobfiles.CONFIG).write_text(json.dumps(model.params))
     (model.folder / "checkpoints" / "epoch-1.pt").write_bytes(b"weights")
-    events.append(model.folder, "snapshot", {"step": 10, "epoch": 1.0, "file": "checkpoints/epoch-1.pt", "best": True})
+    events.append(model.folder, eventkinds.SNAPSHOT, {"step": 10, "epoch": 1.0, "file": "checkpoints/epoch-1.pt", "best": True})
     return model
 
 

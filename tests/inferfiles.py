@@ -26,7 +26,7 @@ def trained_job(folder: Path, dataset: Path, **overrides) -> Path:
     """A finished training job in ``folder`` (config.json, checkpoints, events)."""
     config = {**train_config(dataset, **overrides), "job_id": 1, "devices": ["cpu0"]}
     folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps(config))
+    (folder / jobfiles.CONFIG).write_text(json.dumps(config))
     Run(config, folder, CPU).train()
     return folder
 
@@ -36,8 +36,8 @@ def untrained_job(folder: Path, dataset: Path, name: str, **overrides) -> Path:
     for the images of ``dataset``; ``overrides`` of the training params (``crop``, ``mean``)."""
     config = {**train_config(dataset, network={"source": "standard", "name": name}, **overrides), "job_id": 2}
     folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    manifest = json.loads((dataset / "manifest.json").read_text())
+    (folder / jobfiles.CONFIG).write_text(json.dumps(config))
+    manifest = json.loads((dataset / jobfiles.MANIFEST).read_text())
     height, width, channels = manifest["image_shape"]
     crop = config["crop"]
     model = build(config["network"], channels, len(manifest["classes"]), crop or height, crop or width)
@@ -91,5 +91,5 @@ def make_square_dataset(folder: Path, per_class: int = 150, size: int = 28, seed
         splits[split] = {"count": count, "per_class": [count // 2, count // 2]}
     manifest = {"version": 1, "options": {"resize_mode": "squash"}, "classes": classes,
                 "image_shape": [size, size, 1], "encoding": "none", "splits": splits}
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    (folder / jobfiles.MANIFEST).write_text(json.dumps(manifest))
     return folder

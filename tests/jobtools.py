@@ -8,6 +8,7 @@ from pathlib import Path
 from jobs import services
 from jobs.models import Job, Status
 from tests.processes import wait_for
+from trainer import eventkinds
 from trainer import events as eventlog
 
 
@@ -38,7 +39,7 @@ def all_events_of_ended(job: Job, timeout: float = 30.0) -> list[dict]:
     appended to the file (``Job.transition`` commits, then publishes), so
     right after ``wait_status`` the file may still lack the last event."""
     wait_status(job, *TERMINAL, timeout=timeout)
-    return wait_for(lambda: (found := events_of(job)) and found[-1]["kind"] == "status"
+    return wait_for(lambda: (found := events_of(job)) and found[-1]["kind"] == eventkinds.STATUS
                     and found[-1]["data"]["status"] in TERMINAL and found, timeout=timeout,
                     what=f"job {job.pk}'s final status event in its file")
 

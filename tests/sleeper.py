@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from trainer import events
+from trainer import eventkinds, events
 
 
 def main(config_path: str) -> int:
@@ -30,7 +30,7 @@ def main(config_path: str) -> int:
     for step in range(1, steps + 1):
         time.sleep(float(config.get("step_seconds", 0.1)))
         print(f"step {step} of {steps}", flush=True)
-        events.append(job_dir, "progress", {"progress": step / steps, "step": step})
+        events.append(job_dir, eventkinds.PROGRESS, {"progress": step / steps, "step": step})
         if step == config.get("hang_after") and not (job_dir / "hung").exists():
             (job_dir / "hung").touch()
             time.sleep(3600)
@@ -38,7 +38,7 @@ def main(config_path: str) -> int:
         json.loads("{not json")
     code = int(config.get("exit_code", 0))
     if code:
-        events.append(job_dir, "error", {"message": f"failed on purpose with code {code}"})
+        events.append(job_dir, eventkinds.ERROR, {"message": f"failed on purpose with code {code}"})
     return code
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from trainer import jobfiles
 from trainer.datastore import EncodedSplitWriter, RawSplitWriter, encode
 
 CLASSES = ("horizontal", "vertical", "diagonal", "antidiagonal")
@@ -60,7 +61,7 @@ def make_dataset(folder: Path, per_class: dict[str, int] | None = None, size: in
     manifest = {"version": 1, "options": {}, "classes": list(classes), "image_shape": list(shape), "encoding": encoding,
                 "splits": splits, "skipped": {"total": 0, "per_class": {}}, "warnings": [], "mean": None,
                 "seconds": 0.0, "files": {}}
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    (folder / jobfiles.MANIFEST).write_text(json.dumps(manifest))
     (folder / "labels.txt").write_text("".join(f"{name}\n" for name in classes))
     return folder
 

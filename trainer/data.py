@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
-from . import steps
+from . import jobfiles, steps
 from .augment import Augment, Positions, centre_crop, take
 from .children import fork_pool, signals_held, start_child
 from .datastore import SplitReader, decode
@@ -61,7 +61,7 @@ class DatasetInfo:
     @classmethod
     def load(cls, dataset_dir: Path | str) -> DatasetInfo:
         path = Path(dataset_dir)
-        manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads((path / jobfiles.MANIFEST).read_text(encoding="utf-8"))
         mean_file = path / "mean.npy"
         return cls(
             path=path,

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from . import diskspace, events
+from . import diskspace, eventkinds, events, jobfiles
 from .archives import ArchiveError, Entry, Limits, MemberReader, list_members
 from .build_pool import MeanSums, decode_batch, init_worker
 from .children import fork_pool
@@ -39,6 +39,7 @@ from .datastore import EncodedSplitWriter, RawSplitWriter, images_file, replace_
 
 PROGRESS_EVERY_SECONDS = 0.5
 TASKS_PER_BATCH = 32  # images a pool process is sent at a time
+PARTIAL = f"{jobfiles.DATASET}.partial"  # the dataset while it is built
 UNCOMPRESSED_ARCHIVE = "archive.tar"  # a compressed tar's uncompressed copy, read in place by the pool
 
 
@@ -209,8 +210,8 @@ class Progress:
         self.last = now
         rate = done / max(now - self.start, 1e-9)
         eta = (self.total - done) / rate if rate else None
-        events.append(self.job_dir, "progress", {"progress": done / self.total if self.total else 1.0, "done": done,
-                                                 "total": self.total, "rate": rate, "eta": eta})
+        events.append(self.job_dir, eventkinds.PROGRESS, {"progress": done / self.total if self.total else 1.0, "done": done,
+                                                          "total": self.total, "rate": rate, "eta": eta})
 
 
 def _plan(config: dict[str, Any], partial: Path, roots: list[Path]) -> tuple[Plan, MemberReader | None]:
@@ -237,14 +238,14 @@ def _plan(config: dict[str, Any], partial: Path, roots: list[Path]) -> tuple[Pla
 
 def build(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
     started = time.monotonic()
-    partial, final = job_dir / "dataset.partial", job_dir / "dataset"
+    partial, final = job_dir / PARTIAL, job_dir / jobfiles.DATASET
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     roots = [Path(r).resolve() for r in config.get("roots", [])]
     plan, archive = _plan(config, partial, roots)
     for warning in plan.warnings:
         print(f"warning: {warning}", flush=True)
-        events.append(job_dir, "warning", {"message": warning})
+        events.append(job_dir, eventkinds.WARNING, {"message": warning})
     if not plan.items:
         why = " ".join(plan.warnings) or "the source holds no class folders with files."
         raise BuildError(f"No images to build from: {why}")
@@ -308,9 +309,9 @@ def _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, im
         mean = mean_sum / n_train
         np.save(partial / "mean.npy", mean.astype(np.float32))
         pixels = np.clip(np.rint(mean), 0, 255).astype(np.uint8)
-        Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels).save(partial / "mean.png")
-        mean_file = "mean.png"
-    (partial / "skipped.json").write_text(json.dumps(skipped, ensure_ascii=False, indent=1))
+        Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels).save(partial / jobfiles.MEAN_IMAGE)
+        mean_file = jobfiles.MEAN_IMAGE
+    (partial / jobfiles.SKIPPED).write_text(json.dumps(skipped, ensure_ascii=False, indent=1))
     skipped_per_class: dict[str, Counter] = defaultdict(Counter)
     for entry in skipped:
         skipped_per_class[entry["class"]][entry["split"]] += 1
@@ -330,7 +331,7 @@ def _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, im
     manifest["files"] = {p.name: {"bytes": p.stat().st_size, **({"images_sha256": images_sha256[p.name]}
                                                                 if p.name in images_sha256 else {"sha256": sha256(p)})}
                          for p in sorted(partial.iterdir()) if p.is_file()}
-    (partial / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
+    (partial / jobfiles.MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
     final.mkdir(exist_ok=True)
     replace_folder(partial, final)
     return manifest
@@ -350,7 +351,7 @@ def fail(job_dir: Path, partial: Path, message: str) -> int:
     """Report the build's failure as its error, once the unfinished dataset
     is gone (so a full disk has room for the message again)."""
     shutil.rmtree(partial, ignore_errors=True)
-    events.append(job_dir, "error", {"message": message})
+    events.append(job_dir, eventkinds.ERROR, {"message": message})
     print(f"error: {message}", flush=True)
     return 1
 
@@ -358,7 +359,7 @@ def fail(job_dir: Path, partial: Path, message: str) -> int:
 def main(config_path: str) -> int:
     job_dir = Path(config_path).parent
     config = json.loads(Path(config_path).read_text())
-    partial = job_dir / "dataset.partial"
+    partial = job_dir / PARTIAL
 
     def stop(signum: int, frame: object) -> None:
         """Aborted: remove the unfinished dataset at once and go (the pool's processes get the same signal)."""
@@ -378,8 +379,8 @@ def main(config_path: str) -> int:
         shutil.rmtree(partial, ignore_errors=True)
     remove_upload(config)
     counts = {s: manifest["splits"][s]["count"] for s in SPLITS}
-    events.append(job_dir, "result", {"counts": counts, "classes": len(manifest["classes"]),
-                                      "skipped": manifest["skipped"]["total"], "seconds": manifest["seconds"]})
+    events.append(job_dir, eventkinds.RESULT, {"counts": counts, "classes": len(manifest["classes"]),
+                                               "skipped": manifest["skipped"]["total"], "seconds": manifest["seconds"]})
     print(f"done: {counts} in {manifest['seconds']:.1f} s, {manifest['skipped']['total']} file(s) skipped", flush=True)
     return 0
 

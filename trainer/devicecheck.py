@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from . import events
+from . import eventkinds, events
 from .distributed import DeviceError, device_for
 
 
@@ -28,12 +28,12 @@ def main(config_path: str) -> int:
     config = json.loads(Path(config_path).read_text())
     seconds, size = float(config["seconds"]), int(config["size"])
     if seconds <= 0 or size <= 0:
-        events.append(job_dir, "error", {"message": f"seconds and size must be positive, got {seconds} and {size}"})
+        events.append(job_dir, eventkinds.ERROR, {"message": f"seconds and size must be positive, got {seconds} and {size}"})
         return 1
     try:
         device = device_for(config.get("devices", []), 0)
     except DeviceError as exc:
-        events.append(job_dir, "error", {"message": str(exc)})
+        events.append(job_dir, eventkinds.ERROR, {"message": str(exc)})
         print(exc, file=sys.stderr, flush=True)
         return 1
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
@@ -52,12 +52,12 @@ def main(config_path: str) -> int:
             _sync(device)
             last_report = time.perf_counter()
             rate = flops_per_matmul * matmuls / (last_report - start) / 1e9
-            events.append(job_dir, "progress", {"progress": min(elapsed / seconds, 1.0), "gflops": rate})
+            events.append(job_dir, eventkinds.PROGRESS, {"progress": min(elapsed / seconds, 1.0), "gflops": rate})
             print(f"{elapsed:6.1f} s  {rate:10.1f} GFLOP/s", flush=True)
     _sync(device)
     total = time.perf_counter() - start
     gflops = flops_per_matmul * matmuls / total / 1e9
-    events.append(job_dir, "result", {"device": name, "gflops": gflops, "matmuls": matmuls, "seconds": total})
+    events.append(job_dir, eventkinds.RESULT, {"device": name, "gflops": gflops, "matmuls": matmuls, "seconds": total})
     print(f"done: {matmuls} matmuls, {gflops:.1f} GFLOP/s on {name}", flush=True)
     return 0
 

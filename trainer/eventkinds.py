@@ -1,7 +1,7 @@
-"""The event vocabulary of a training run: the kinds of event the trainer
-writes to ``events.jsonl`` and the fields the charts read from them,
-defined once for the trainer, the web app's series, the page scripts (they
-get ``page_vocabulary()`` in the page) and the tests.
+"""The event vocabulary of a job: the kinds of event the trainer, the
+worker and the web app write to ``events.jsonl`` and the fields the charts
+read from them, defined once for the trainer, the web app's series, the page
+scripts (they get ``page_vocabulary()`` in the page) and the tests.
 
 Every event's ``data`` is an object; the metric events carry ``step`` (the
 batches done since the start) and ``epoch`` (a float: epochs done so far).
@@ -26,9 +26,15 @@ SNAPSHOT = "snapshot"  # {step, epoch, file, best, metrics, removed}
 RESUME = "resume"      # {step, epoch}: the run restarted from a checkpoint taken at this step
 RESULT = "result"      # see result()
 ERROR = "error"        # {message}
+# Written by the dataset build.
+WARNING = "warning"    # {message}: a part of the source it could not use
 # Written by the worker and the web app about any job.
-STATUS = "status"
-LOG = "log"
+STATUS = "status"      # {status, message, progress, transition}: the job moved to a new status
+LOG = "log"            # {lines}: the process's new output lines
+SILENCE = "silence"    # {since, limit_seconds}: the process stopped responding (since: None when it speaks again)
+ABORT = "abort"        # {by}: a user asked for the job to stop
+RESTART = "restart"    # {by}: a user had the silent job killed and queued again
+DEPENDENCY_DELETED = "dependency_deleted"  # {id, label, name, by, message}: a job this one used was deleted
 
 # Chart series: name -> (event kind, field of its data).
 SERIES: dict[str, tuple[str, str]] = {

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainer import events
+from trainer import eventkinds, events
 from trainer.export import FILES, export_archive
 from trainer.inference.errors import InferenceError
 from trainer.inference.model import load_model
@@ -26,7 +26,7 @@ from trainer.jobfiles import MODEL_ARCHIVE
 
 def stage(job_dir: Path, progress: float, text: str) -> None:
     print(text, flush=True)
-    events.append(job_dir, "progress", {"progress": progress, "stage": text})
+    events.append(job_dir, eventkinds.PROGRESS, {"progress": progress, "stage": text})
 
 
 def export(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
@@ -54,10 +54,10 @@ def main(config_path: str) -> int:
         result = export(config, job_dir)
     except InferenceError as exc:
         partial.unlink(missing_ok=True)
-        events.append(job_dir, "error", {"message": str(exc)})
+        events.append(job_dir, eventkinds.ERROR, {"message": str(exc)})
         print(f"error: {exc}", flush=True)
         return 1
-    events.append(job_dir, "result", result)
+    events.append(job_dir, eventkinds.RESULT, result)
     print(f"done: {result['file']}, {result['size']} bytes", flush=True)
     return 0
 

@@ -28,6 +28,15 @@ An export job's folder (``trainer.export_job``) and a pretrained model's
     upload/weights          an uploaded archive or state dict, as sent
     pretrained/weights.pt   the checked weights a training job's ``pretrained`` option reads
     pretrained/info.json    their network, classes, channels and input size
+
+A dataset job's folder (``trainer.dataset_build``). A training job gets its
+``dataset/`` as the ``dataset_dir`` param, so the names inside it are
+relative to that folder::
+
+    dataset/                the built dataset (built in ``dataset.partial/``)
+    dataset/manifest.json   its options, classes, counts, files and checksums
+    dataset/skipped.json    every file the build skipped, and why
+    dataset/mean.png        the mean image as shown
 """
 
 from __future__ import annotations
@@ -58,6 +67,12 @@ PRETRAINED_UPLOAD = "upload/weights"
 PRETRAINED = "pretrained"
 PRETRAINED_WEIGHTS = f"{PRETRAINED}/weights.pt"
 PRETRAINED_INFO = f"{PRETRAINED}/info.json"
+
+DATASET = "dataset"
+# In DATASET:
+MANIFEST = "manifest.json"
+SKIPPED = "skipped.json"
+MEAN_IMAGE = "mean.png"
 
 # The subfolders whose files anyone signed in may download.
 SERVED_FOLDERS = (CHECKPOINTS, VISUALS, PROFILE, EXPORT)

@@ -71,7 +71,7 @@ class Models:
         if held is not None:
             loaded, stamp = held
             fresh = loaded.note is None or snapshot is not None  # a training model's newest snapshot moves on
-            if fresh and (job_dir / "config.json").exists() and self._stamp(job_dir, loaded) == stamp:
+            if fresh and (job_dir / jobfiles.CONFIG).exists() and self._stamp(job_dir, loaded) == stamp:
                 self.held.move_to_end(key)
                 return loaded, False
             del self.held[key]

@@ -24,7 +24,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from trainer import events
+from trainer import eventkinds, events
 from trainer.buildfolder import building
 from trainer.inference.errors import InferenceError
 from trainer.inference.model import load_model
@@ -66,7 +66,7 @@ def info(pretrained: Pretrained, source: dict[str, Any]) -> dict[str, Any]:
 def make(config: dict[str, Any], job_dir: Path, work: Path) -> dict[str, Any]:
     source = config["source"]
     print("reading the weights…", flush=True)
-    events.append(job_dir, "progress", {"progress": 0.1, "stage": "Reading the weights"})
+    events.append(job_dir, eventkinds.PROGRESS, {"progress": 0.1, "stage": "Reading the weights"})
     if source["type"] == "snapshot":
         pretrained = from_snapshot(source)
     else:
@@ -84,14 +84,14 @@ def main(config_path: str) -> int:
         with building(job_dir / PRETRAINED) as work:
             described = make(config, job_dir, work)
     except InferenceError as exc:
-        events.append(job_dir, "error", {"message": str(exc)})
+        events.append(job_dir, eventkinds.ERROR, {"message": str(exc)})
         print(f"error: {exc}", flush=True)
         return 1
     network = described["network"]
     summary = {"network": network.get("name") or network.get("source"), "classes": len(described["classes"]),
                "channels": described["channels"], "input_size": described["input_size"],
                "parameters": described["parameters"]}
-    events.append(job_dir, "result", summary)
+    events.append(job_dir, eventkinds.RESULT, summary)
     print(f"done: {summary}", flush=True)
     return 0
 

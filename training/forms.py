@@ -17,6 +17,7 @@ from django import forms
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from datasets import store
 from jobs import services as job_services
 from jobs.forms import DevicesField, JobFieldsForm
 from jobs.models import Job
@@ -419,7 +420,7 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
                                                                "patience": data["patience"]}
         return {
             "dataset": self.dataset_job.pk,
-            "dataset_dir": str(self.dataset_job.folder / "dataset"),
+            "dataset_dir": str(store.folder(self.dataset_job)),
             "network": self.network,
             "pretrained": self.pretrained,
             "epochs": data["epochs"], "val_interval": data["val_interval"], "snapshot_interval": data["snapshot_interval"],

@@ -23,6 +23,7 @@ from tests.datasetfiles import class_folders, image_bytes, tar_of
 from tests.evalfiles import uploaded_dataset_job
 from tests.jobtools import wait_status
 from tests.trainfiles import make_dataset
+from trainer import jobfiles
 from trainer.datastore import SplitReader
 from web import nulbytes
 
@@ -395,11 +396,11 @@ def test_the_page_lists_the_first_500_skipped_files_and_counts_the_rest(client, 
     """``SKIPPED_SHOWN`` (500): a report of 500 skipped files is listed
     whole; one more is listed to 500, with how many more and a link to it all."""
     job = uploaded_dataset_job(alice)
-    manifest = make_dataset(job.folder / "dataset") / "manifest.json"
+    manifest = make_dataset(job.folder / jobfiles.DATASET) / jobfiles.MANIFEST
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "options": job.params}))  # as the build records them
     report = [{"path": f"photos/red/{n:04d}.jpg", "class": "red", "split": "train", "reason": "not an image"}
               for n in range(skipped)]
-    (job.folder / "dataset" / "skipped.json").write_text(json.dumps(report))
+    (job.folder / jobfiles.DATASET / jobfiles.SKIPPED).write_text(json.dumps(report))
     page = client.get(f"/jobs/{job.pk}/").content.decode()
     assert page.count("photos/red/") == min(skipped, 500)
     assert ("photos/red/0499.jpg" in page) and ("photos/red/0500.jpg" not in page)

@@ -32,6 +32,7 @@ from tests.datasetfiles import class_folders
 from tests.inferfiles import trained_job
 from tests.modelservers import model_server  # noqa: F401  (the fixture)
 from tests.trainfiles import make_dataset, train_config
+from trainer import jobfiles
 from trainer.inference import job as evaluation_job
 
 EXAMPLES = 4  # per operation and mode: the whole run stays near a minute on two busy cores
@@ -56,13 +57,13 @@ class World:
     def __init__(self, alice, bob, trained_lenet: Path, imports: Path) -> None:
         self.imports = imports
         self.dataset = Job.objects.create(kind="dataset", name="bars", owner=alice, status=Status.DONE)
-        make_dataset(self.dataset.folder / "dataset")
-        params = train_config(self.dataset.folder / "dataset", dataset=self.dataset.pk)
+        make_dataset(self.dataset.folder / jobfiles.DATASET)
+        params = train_config(self.dataset.folder / jobfiles.DATASET, dataset=self.dataset.pk)
         self.model = Job.objects.create(kind="train", name="lenet", owner=alice, status=Status.DONE, params=params,
                                         group="sweep", resources={"device": "cpu", "count": 1})
         shutil.copytree(trained_lenet, self.model.folder)
-        config = {**json.loads((self.model.folder / "config.json").read_text()), "dataset_dir": params["dataset_dir"]}
-        (self.model.folder / "config.json").write_text(json.dumps(config))
+        config = {**json.loads((self.model.folder / jobfiles.CONFIG).read_text()), "dataset_dir": params["dataset_dir"]}
+        (self.model.folder / jobfiles.CONFIG).write_text(json.dumps(config))
         self.evaluation = self._evaluated(alice)
         self.running = Job.objects.create(kind="sleep", name="running", owner=alice, status=Status.RUNNING)
         self.aborted = Job.objects.create(kind="train", name="aborted", owner=alice, status=Status.ABORTED,

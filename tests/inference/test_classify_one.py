@@ -36,7 +36,7 @@ from tests.inferfiles import bar_images, png, trained_job, untrained_job
 from tests.modelservers import model_server  # noqa: F401  (the fixture)
 from tests.processes import wait_for
 from tests.trainfiles import bars, make_dataset, train_config
-from trainer import events, jobfiles, modelclient
+from trainer import eventkinds, events, jobfiles, modelclient
 
 LENET_PARAMS = 431_080 - 6 * 501  # 10 classes in the reference count, 4 here
 RESNET18_PARAMS = 11_689_512 - 64 * 2 * 7 * 7 - 512 * 996 - 996  # torchvision's, for 1 channel and 4 classes
@@ -50,7 +50,7 @@ def trained_lenet(tmp_path_factory) -> Path:
 
 def model_job(owner, network: str = "lenet", status: str = Status.DONE) -> Job:
     dataset = dataset_job(owner)
-    params = train_config(dataset.folder / "dataset", dataset=dataset.pk, network={"source": "standard", "name": network})
+    params = train_config(dataset.folder / jobfiles.DATASET, dataset=dataset.pk, network={"source": "standard", "name": network})
     return Job.objects.create(kind="train", name=network, owner=owner, status=status, params=params,
                               resources={"device": "cpu", "count": 1})
 
@@ -78,7 +78,7 @@ def resnet(alice) -> Job:
     point_at_dataset(model)
     checkpoints = model.folder / jobfiles.CHECKPOINTS
     shutil.copyfile(checkpoints / jobfiles.LAST, checkpoints / jobfiles.BEST)
-    events.append(model.folder, "result", {"epochs": 1})
+    events.append(model.folder, eventkinds.RESULT, {"epochs": 1})
     return model
 
 
@@ -87,15 +87,16 @@ def resnet(alice) -> Job:
 def resnet64(alice) -> Job:
     """A done training job whose snapshot is a freshly built ResNet-18 for 64×64 colour images."""
     dataset = Job.objects.create(kind="dataset", name="colour bars", owner=alice, status=Status.DONE)
-    make_dataset(dataset.folder / "dataset", {"train": 2, "val": 2}, size=64, channels=3,
+    folder = dataset.folder / jobfiles.DATASET
+    make_dataset(folder, {"train": 2, "val": 2}, size=64, channels=3,
                  draw=lambda label, size, rng: np.repeat(bars(label, size, rng), 3, axis=2))
-    params = train_config(dataset.folder / "dataset", dataset=dataset.pk, network={"source": "standard", "name": "resnet18"})
+    params = train_config(folder, dataset=dataset.pk, network={"source": "standard", "name": "resnet18"})
     model = Job.objects.create(kind="train", name="resnet18", owner=alice, status=Status.DONE, params=params,
                                resources={"device": "cpu", "count": 1})
-    untrained_job(model.folder, dataset.folder / "dataset", "resnet18")
+    untrained_job(model.folder, folder, "resnet18")
     checkpoints = model.folder / jobfiles.CHECKPOINTS
     shutil.copyfile(checkpoints / jobfiles.LAST, checkpoints / jobfiles.BEST)
-    events.append(model.folder, "result", {"epochs": 1})
+    events.append(model.folder, eventkinds.RESULT, {"epochs": 1})
     return model
 
 

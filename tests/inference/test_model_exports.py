@@ -24,7 +24,7 @@ from tests.evalfiles import CPU, dataset_job, model_with_snapshot, trained_model
 from tests.inferfiles import bar_images
 from tests.jobtools import events_of, wait_status
 from tests.trainfiles import train_config
-from trainer import events
+from trainer import eventkinds, events, jobfiles
 from trainer.export import FILES
 from trainer.inference import classify, load_model, logits, preprocess
 from trainer.train import Run
@@ -108,7 +108,7 @@ def test_a_network_that_cannot_be_exported_fails_with_the_reason_and_leaves_no_a
             "    return Branchy()\n")
     alice.user_permissions.add(Permission.objects.get(content_type__app_label="jobs", codename="run_code"))
     dataset = dataset_job(alice)
-    params = train_config(dataset.folder / "dataset", dataset=dataset.pk, network={"source": "python", "text": code})
+    params = train_config(dataset.folder / jobfiles.DATASET, dataset=dataset.pk, network={"source": "python", "text": code})
     model = Job.objects.create(kind="train", name="branchy", owner=alice, status=Status.DONE, params=params,
                                resources={"device": "cpu", "count": 1})
     model.folder.mkdir(parents=True)
@@ -129,7 +129,7 @@ def test_exports_of_what_is_not_there_are_refused_and_create_nothing(alice, clie
     client.force_login(alice)
     dataset = dataset_job(alice)
     model = Job.objects.create(kind="train", name="lenet", owner=alice, status=Status.DONE,
-                               params=train_config(dataset.folder / "dataset", dataset=dataset.pk),
+                               params=train_config(dataset.folder / jobfiles.DATASET, dataset=dataset.pk),
                                resources={"device": "cpu", "count": 1})
 
     def refused(model_id: int, snapshot: str, status: int = 400) -> dict:
@@ -143,7 +143,7 @@ def test_exports_of_what_is_not_there_are_refused_and_create_nothing(alice, clie
     (model.folder / "config.json").write_text(json.dumps(model.params))
     assert refused(model.pk, "")["errors"]["model"] == ["The model has no snapshot yet."]
     (model.folder / "checkpoints" / "epoch-1.pt").write_bytes(b"weights")
-    events.append(model.folder, "snapshot", {"step": 10, "epoch": 1.0, "file": "checkpoints/epoch-1.pt", "best": False})
+    events.append(model.folder, eventkinds.SNAPSHOT, {"step": 10, "epoch": 1.0, "file": "checkpoints/epoch-1.pt", "best": False})
     assert refused(model.pk, "epoch-3.pt")["errors"]["snapshot"] == [
         "The model has no snapshot 'epoch-3.pt' (any more); it has epoch-1.pt."]
     assert refused(model.pk, "../../config.json")["errors"]["snapshot"]

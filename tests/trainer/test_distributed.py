@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer import events
+from trainer import events, jobfiles
 from trainer.distributed import DeviceError, device_for, runs_on
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,9 +70,9 @@ def test_cpu_slots_train_on_the_cpu():
 
 
 def test_the_device_check_fails_on_a_gpu_it_cannot_use(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps({"seconds": 0.2, "size": 64, "devices": ["gpu0"]}))
+    (tmp_path / jobfiles.CONFIG).write_text(json.dumps({"seconds": 0.2, "size": 64, "devices": ["gpu0"]}))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
-    ended = subprocess.run([sys.executable, "-m", "trainer.devicecheck", "config.json"], cwd=tmp_path, env=env,
+    ended = subprocess.run([sys.executable, "-m", "trainer.devicecheck", jobfiles.CONFIG], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=120)
     assert ended.returncode == 1, ended.stdout + ended.stderr
     errors = [e["data"]["message"] for e in events.read_all(tmp_path) if e["kind"] == "error"]

@@ -15,6 +15,7 @@ import pytest
 
 from tests.inferfiles import bar_images, trained_job
 from tests.trainfiles import make_dataset
+from trainer import jobfiles
 from trainer.data import DatasetInfo, SplitData, StreamingSplit, load_split
 from trainer.datastore import SplitReader
 from trainer.evaluation_files import IMAGES
@@ -110,9 +111,9 @@ def test_evaluating_an_encoded_split_as_a_job(tmp_path, test_per_class):
     for attempt in range(3):
         job = tmp_path / f"evaluation-{attempt}"
         job.mkdir()
-        (job / "config.json").write_text(json.dumps({"model_dir": str(model), "snapshot": None,
+        (job / jobfiles.CONFIG).write_text(json.dumps({"model_dir": str(model), "snapshot": None,
                                                      "source": {"type": "split", "split": "test"}, "top_n": 5}))
-        done = subprocess.run([sys.executable, "-m", "trainer.inference.job", "config.json"], cwd=job, timeout=120,
+        done = subprocess.run([sys.executable, "-m", "trainer.inference.job", jobfiles.CONFIG], cwd=job, timeout=120,
                               capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert done.returncode == 0, done.stdout + done.stderr
         rows = json.loads((job / "evaluation" / "results.json").read_text())["rows"]

@@ -119,7 +119,7 @@ def test_a_snapshot_of_another_architecture_is_refused(tmp_path, job):
 def test_a_deleted_dataset_is_not_found(tmp_path, job):
     moved = tmp_path / "moved"
     shutil.copytree(job, moved)
-    config = json.loads((moved / "config.json").read_text())
-    (moved / "config.json").write_text(json.dumps({**config, "dataset_dir": str(tmp_path / "gone")}))
+    config = json.loads((moved / jobfiles.CONFIG).read_text())
+    (moved / jobfiles.CONFIG).write_text(json.dumps({**config, "dataset_dir": str(tmp_path / "gone")}))
     with pytest.raises(ModelNotFound, match="dataset"):
         load_model(moved)

@@ -54,17 +54,17 @@ def bars(tmp_path_factory) -> Path:
 def job_folder(tmp_path: Path, config: dict, name: str = "job", devices: tuple[str, ...] = ("cpu0",)) -> Path:
     folder = tmp_path / name
     folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({**config, "job_id": 1, "devices": list(devices)}))
+    (folder / jobfiles.CONFIG).write_text(json.dumps({**config, "job_id": 1, "devices": list(devices)}))
     return folder
 
 
 def start_trainer(folder: Path, processes: int = 1, **env_overrides: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **env_overrides}
     if processes == 1:
-        command = [sys.executable, "-m", "trainer.train", "config.json"]
+        command = [sys.executable, "-m", "trainer.train", jobfiles.CONFIG]
     else:
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}",
-                   "-m", "trainer.train", "config.json"]
+                   "-m", "trainer.train", jobfiles.CONFIG]
     log = open(folder / "log.txt", "wb")
     return subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
 
@@ -198,7 +198,7 @@ def start_node(folder: Path, rank: int, nodes: int, port: int, **rendezvous: str
     conf = ",".join(f"{key}={value}" for key, value in rendezvous.items())
     command = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}", f"--node-rank={rank}",
                "--nproc-per-node=1", "--master-addr=127.0.0.1", f"--master-port={port}",
-               *([f"--rdzv-conf={conf}"] if conf else []), "-m", "trainer.train", "config.json"]
+               *([f"--rdzv-conf={conf}"] if conf else []), "-m", "trainer.train", jobfiles.CONFIG]
     log = open(folder / f"node{rank}.txt", "wb")
     return subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
 

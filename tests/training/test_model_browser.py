@@ -7,6 +7,7 @@ from django.contrib.auth.models import User
 from jobs.models import Job
 from tests.browser import needs_chromium, sign_up
 from tests.processes import wait_for
+from trainer import jobfiles
 
 pytestmark = needs_chromium
 
@@ -20,7 +21,7 @@ def test_configure_a_model_start_it_and_watch_its_charts_grow(page, worker):
     sign_up(page, "ada")
     owner = User.objects.get(username="ada")
     dataset = Job.objects.create(kind="dataset", name="bars", owner=owner, status="done")
-    make_dataset(dataset.folder / "dataset")
+    make_dataset(dataset.folder / jobfiles.DATASET)
 
     page.click("text=New model")
     page.select_option("#id_dataset", str(dataset.pk))
@@ -68,7 +69,7 @@ def test_the_speed_run_preset_fills_the_form_and_creates_that_model(page):
     sign_up(page, "keller")
     owner = User.objects.get(username="keller")
     dataset = Job.objects.create(kind="dataset", name="bars", owner=owner, status="done")
-    make_dataset(dataset.folder / "dataset", per_class={"train": 300, "val": 10, "test": 10})
+    make_dataset(dataset.folder / jobfiles.DATASET, per_class={"train": 300, "val": 10, "test": 10})
 
     page.click("text=New model")
     page.select_option("#id_dataset", str(dataset.pk))

@@ -15,7 +15,7 @@ from django.urls import reverse
 from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.trainer.test_networks import ALIAS_BOMB
-from trainer import lr_policy
+from trainer import jobfiles, lr_policy
 from training import sweeps
 from training.forms import NewModelForm
 from training.jsondata import defaults
@@ -30,14 +30,14 @@ def dataset(owner: User, status: str = Status.DONE, name: str = "digits", shape=
     job = Job.objects.create(kind="dataset", name=name, owner=owner, status=status,
                              resources={"device": "cpu", "count": 1})
     if status == Status.DONE:
-        folder = job.folder / "dataset"
+        folder = job.folder / jobfiles.DATASET
         folder.mkdir(parents=True)
         splits = {"train": train, "val": train // 4, "test": 0}
         manifest = {"version": 1, "options": {}, "classes": [f"c{i}" for i in range(classes)],
                     "image_shape": list(shape), "encoding": "none",
                     "splits": {s: {"count": n, "per_class": [n // classes] * classes} for s, n in splits.items()},
                     "skipped": {"total": 0, "per_class": {}}, "warnings": [], "mean": None, "seconds": 0.1, "files": {}}
-        (folder / "manifest.json").write_text(json.dumps(manifest))
+        (folder / jobfiles.MANIFEST).write_text(json.dumps(manifest))
     return job
 
 

@@ -339,8 +339,8 @@ def test_the_api_schema_describes_these_endpoints(alice):
 
 def test_top5_is_left_out_for_a_dataset_of_five_classes_or_fewer(alice):
     dataset = Job.objects.create(kind="dataset", name="bars", owner=alice, params={}, resources={}, status=Status.DONE)
-    (dataset.folder / "dataset").mkdir(parents=True)
-    (dataset.folder / "dataset" / "manifest.json").write_text(json.dumps({"classes": ["a", "b", "c", "d"]}))
+    (dataset.folder / jobfiles.DATASET).mkdir(parents=True)
+    (dataset.folder / jobfiles.DATASET / jobfiles.MANIFEST).write_text(json.dumps({"classes": ["a", "b", "c", "d"]}))
     few = signed_in(alice).get(f"/jobs/{train_job(alice, dataset=dataset.pk).pk}/")
     assert embedded(few, "training-data")["classes"] == 4 and "<th>Top-5</th>" not in few.content.decode()
     unknown = signed_in(alice).get(f"/jobs/{train_job(alice, dataset=dataset.pk + 1000, name='x').pk}/")

@@ -18,12 +18,13 @@ from tests.jobtools import events_of, history, pids_running, wait_status
 from tests.processes import wait_for
 from tests.trainer.test_train import SLOW_LENET
 from tests.trainfiles import make_dataset, train_config
+from trainer import jobfiles
 from training import series
 
 
 def dataset_job(owner) -> Job:
     job = Job.objects.create(kind="dataset", name="bars", owner=owner, status=Status.DONE)
-    make_dataset(job.folder / "dataset")
+    make_dataset(job.folder / jobfiles.DATASET)
     return job
 
 
@@ -36,7 +37,7 @@ def submit_model(owner, dataset: Job, name: str = "lenet", **overrides) -> Job:
     if (overrides.get("network") or {}).get("source") == "python":
         may_run_code(owner)
         owner = type(owner).objects.get(pk=owner.pk)
-    params = train_config(dataset.folder / "dataset", dataset=dataset.pk, **overrides)
+    params = train_config(dataset.folder / jobfiles.DATASET, dataset=dataset.pk, **overrides)
     return services.submit(owner, "train", name, params, {"device": "cpu", "count": 1})
 
 

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer import events, hostmemory, jobfiles
+from trainer import eventkinds, events, hostmemory, jobfiles
 from trainer.archives import ArchiveError, Limits, extract
 from trainer.buildfolder import building
 from trainer.datastore import EncodedSplitWriter, encode
@@ -63,8 +63,8 @@ class Progress:
     def __call__(self, done: int, total: int) -> None:
         if time.monotonic() - self.last >= PROGRESS_EVERY_SECONDS or done == total:
             self.last = time.monotonic()
-            events.append(self.job_dir, "progress", {"progress": done / total if total else 1.0, "done": done,
-                                                     "total": total})
+            events.append(self.job_dir, eventkinds.PROGRESS, {"progress": done / total if total else 1.0, "done": done,
+                                                              "total": total})
 
 
 def _pairs(top: list[dict[str, Any]]) -> list[list[Any]]:
@@ -193,12 +193,12 @@ def main(config_path: str) -> int:
         with building(job_dir / OUTPUT) as work:
             report = run(config, job_dir, work)
     except (InferenceError, ListError, ArchiveError) as exc:
-        events.append(job_dir, "error", {"message": str(exc)})
+        events.append(job_dir, eventkinds.ERROR, {"message": str(exc)})
         print(f"error: {exc}", flush=True)
         return 1
     summary = {key: report[key] for key in ("count", "classified", "unreadable", "labelled", "top1", "top5",
                                             "snapshot", "note")}
-    events.append(job_dir, "result", summary)
+    events.append(job_dir, eventkinds.RESULT, summary)
     print(f"done: {summary}", flush=True)
     return 0
 

@@ -23,7 +23,6 @@ from trainer.networks import NetworkError, build
 from .errors import InferenceError, ModelNotFound
 from .weights import load_exactly
 
-CONFIG = "config.json"
 DEFAULT_RESIZE_MODE = "squash"  # the dataset form's default, for manifests that do not name one
 
 
@@ -101,7 +100,7 @@ def read_weights(path: Path, what: str) -> dict[str, Any]:
 
 
 def _resize_mode(dataset_dir: Path) -> str:
-    manifest = _read_json(dataset_dir / "manifest.json", "The model's dataset")
+    manifest = _read_json(dataset_dir / jobfiles.MANIFEST, "The model's dataset")
     return (manifest.get("options") or {}).get("resize_mode") or DEFAULT_RESIZE_MODE
 
 
@@ -110,7 +109,7 @@ def load_model(job_dir: Path | str, snapshot_file: str | None = None, device: to
     ``snapshot_file`` (a name in its checkpoints folder; default: see
     ``choose_snapshot``), in eval mode on ``device``."""
     job_dir = Path(job_dir)
-    config = _read_json(job_dir / CONFIG, "The model's job folder")
+    config = _read_json(job_dir / jobfiles.CONFIG, "The model's job folder")
     dataset_dir = Path(config["dataset_dir"])
     resize_mode = _resize_mode(dataset_dir)
     info = DatasetInfo.load(dataset_dir)

@@ -1,7 +1,7 @@
 """The event vocabulary of a job: the kinds of event the trainer, the
-worker and the web app write to ``events.jsonl`` and the fields the charts
-read from them, defined once for the trainer, the web app's series, the page
-scripts (they get ``page_vocabulary()`` in the page) and the tests.
+worker and the web app write to ``events.jsonl`` and their fields, defined
+once for the trainer, the web app, the page scripts and the tests. The
+chart series a run's events carry are each task's (``trainer.tasks``).
 
 Every event's ``data`` is an object; the metric events carry ``step`` (the
 batches done since the start) and ``epoch`` (a float: epochs done so far).
@@ -36,34 +36,8 @@ ABORT = "abort"        # {by}: a user asked for the job to stop
 RESTART = "restart"    # {by}: a user had the silent job killed and queued again
 DEPENDENCY_DELETED = "dependency_deleted"  # {id, label, name, by, message}: a job this one used was deleted
 
-# Chart series: name -> (event kind, field of its data).
-SERIES: dict[str, tuple[str, str]] = {
-    "train_loss": (TRAIN, "loss"),
-    "val_loss": (VAL, "loss"),
-    "val_top1": (VAL, "top1"),
-    "val_top5": (VAL, "top5"),
-    "lr": (TRAIN, "lr"),
-    "images_per_s": (TRAIN, "images_per_s"),
-    "data_wait": (TRAIN, "data_wait"),
-}
 # Kinds of which only the newest event matters.
 LATEST = (NETWORK, LAYERS, PERF, PROFILE)
-# Kinds the training section of the job page follows live.
-PAGE_KINDS = (NETWORK, TRAIN, PERF, HARDWARE, PROFILE, VAL, LAYERS, BEST, SNAPSHOT, RESUME, RESULT, STATUS)
-
-
-def series_fields() -> dict[str, dict[str, str]]:
-    """{event kind: {series name: field}} of the kinds that carry points."""
-    fields: dict[str, dict[str, str]] = {}
-    for name, (kind, key) in SERIES.items():
-        fields.setdefault(kind, {})[name] = key
-    return fields
-
-
-def page_vocabulary() -> dict[str, Any]:
-    """What a page script needs to follow a run's events: the kinds by name
-    and the series each metric kind carries."""
-    return {"kinds": {kind: kind for kind in PAGE_KINDS}, "series_fields": series_fields()}
 
 
 def train(step: int, epoch: float, loss: float, lr: float, batch_size: int, images_per_s: float,

@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404
 from jobs import serialize
 from jobs.models import Job
 from trainer import jobfiles
+from trainer.tasks import task_of
 from web.api import BadRequest, api, json_body
 
 from . import modeljobs, series, services
@@ -39,7 +40,7 @@ def metrics(request: HttpRequest, job_id: int) -> JsonResponse:
         points = series.clamp_points(request.GET.get("points"))
     except ValueError as exc:
         raise BadRequest({"points": [str(exc)]}) from None
-    return JsonResponse(series.view(job.folder, lambda run: run.metrics(points)))
+    return JsonResponse(series.view(job.folder, lambda run: run.metrics(task_of(job.params), points)))
 
 
 @api("POST")

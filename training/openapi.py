@@ -8,8 +8,8 @@ from typing import Any
 from django import forms
 
 from trainer.catalog import NETWORKS, SOLVERS
-from trainer.eventkinds import SERIES
 from trainer.jobfiles import BEST_CHECKPOINT
+from trainer.tasks import EVERY_SERIES
 from training.forms import NewModelForm, ScheduleForm
 from training.jsondata import defaults
 from web.apischema import GROUP, GROUP_OWNER, JOB_ID, body, json_answer, operation, ref
@@ -107,7 +107,7 @@ SCHEMAS: dict[str, Any] = {
     "Metrics": {"type": "object", "properties": {
         "series": {"type": "object", "description": "each series downsampled to at most `points` points, keeping "
                    "the lowest and highest point of each bucket of steps", "properties": {
-                       name: {"type": "array", "items": ref("Point")} for name in SERIES}},
+                       name: {"type": "array", "items": ref("Point")} for name in EVERY_SERIES}},
         "snapshots": {"type": "array", "items": {"type": "object", "properties": {
             "step": {"type": "integer"}, "epoch": {"type": "number"}, "file": {"type": "string"},
             "metrics": {"type": "object"}, "best": {"type": "boolean"}, "is_best": {"type": "boolean"}}}},

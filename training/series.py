@@ -37,9 +37,14 @@ import numpy as np
 from trainer import eventkinds as kinds
 from trainer import events as eventlog
 from trainer.linetail import LineTail
+from trainer.tasks import EVERY_SERIES, Task
 
-SERIES = kinds.SERIES
-_BY_KIND = {kind: list(fields.items()) for kind, fields in kinds.series_fields().items()}
+# A run's events are read for every task's series; a task's pages and API
+# give its own (``Task.series``).
+SERIES = EVERY_SERIES
+_BY_KIND: dict[str, list[tuple[str, str]]] = {}
+for _name, (_kind, _field) in SERIES.items():
+    _BY_KIND.setdefault(_kind, []).append((_name, _field))
 LATEST_KINDS = kinds.LATEST
 HARDWARE_HISTORY = 120  # readings every ~5 s: the last ten minutes
 DEFAULT_POINTS = 1000
@@ -218,16 +223,17 @@ class Run:
             self._memo[key] = self.series[name].points(limit)
         return self._memo[key]
 
-    def all_points(self, limit: int) -> dict[str, list[list[float]]]:
-        return {name: self.points(name, limit) for name in SERIES}
+    def all_points(self, task: Task, limit: int) -> dict[str, list[list[float]]]:
+        """The points of each of the task's series."""
+        return {name: self.points(name, limit) for name in task.series}
 
     def sparkline(self, limit: int) -> list[float]:
         """The train loss as at most ``limit`` values (min/max per bucket)."""
         return [round(p[2], 6) for p in self.points("train_loss", limit)]
 
-    def metrics(self, limit: int) -> dict[str, Any]:
+    def metrics(self, task: Task, limit: int) -> dict[str, Any]:
         """The metrics API's body."""
-        return {"series": self.all_points(limit), "snapshots": self.snapshot_list(), "best": self.best,
+        return {"series": self.all_points(task, limit), "snapshots": self.snapshot_list(), "best": self.best,
                 "result": self.result}
 
 

@@ -21,7 +21,8 @@ from django.views.decorators.http import require_GET, require_POST
 from jobs import services as job_services
 from jobs.models import Job
 from jobs.views import _act
-from trainer import eventkinds, jobfiles, lr_policy
+from trainer import jobfiles, lr_policy
+from trainer.tasks import task_of
 from web.api import BadRequest, bad_request_message, error, json_body
 from web.files import streamed_asynchronously
 
@@ -145,10 +146,12 @@ def visualize(request: HttpRequest) -> JsonResponse:
 
 def page_context(job: Job) -> dict[str, Any]:
     """What the job page adds for a training job (``JobKind.page_context``)."""
+    task = task_of(job.params)
+
     def build(run: series.Run) -> dict[str, Any]:
         return {
             "through": run.seq,  # the page ignores live events it already holds
-            "series": run.all_points(series.DEFAULT_POINTS),
+            "series": run.all_points(task, series.DEFAULT_POINTS),
             "snapshots": run.snapshot_list(),
             "best": run.best,
             "result": run.result,
@@ -172,7 +175,7 @@ def page_context(job: Job) -> dict[str, Any]:
         "job_api": reverse("api-job", args=[job.pk]),
         "profile_requested": (job.folder / jobfiles.PROFILE_REQUEST).exists(),
         "exported_model": jobfiles.EXPORTED_MODEL,
-        **eventkinds.page_vocabulary(),
+        **task.page_vocabulary(),
     })
     return {
         "training": data,

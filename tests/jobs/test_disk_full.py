@@ -19,6 +19,7 @@ from tests.processes import wait_for
 from tests.training.test_training_runs import dataset_job, submit_model
 from trainer import checkpoint, jobfiles
 from trainer import events as eventlog
+from trainer.tasks import task_of
 from training import series
 
 DISK_BYTES = 16 * 2**20
@@ -97,7 +98,7 @@ def test_a_checkpoint_on_a_full_disk_fails_the_model_keeping_its_last_checkpoint
     model = wait_status(model, Status.DONE, timeout=120)
     resumed = events_of(model, "resume")
     assert len(resumed) == 1 and resumed[0]["data"]["step"] == saved_step
-    curve = series.view(model.folder, lambda run: run.metrics(10_000))["series"]["train_loss"]
+    curve = series.view(model.folder, lambda run: run.metrics(task_of({}), 10_000))["series"]["train_loss"]
     steps = [point[0] for point in curve]
     assert steps == sorted(set(steps)), "no step twice"
     assert [round(e["data"]["epoch"], 6) for e in events_of(model, "val")][-2:] == [2.0, 3.0]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from trainer import eventkinds, jobfiles, steps
+from trainer import eventkinds, jobfiles, steps, tasks
 from trainer.linetail import LineTail
 
-SHARED = ("trainer.jobfiles", "trainer.eventkinds", "trainer.steps", "trainer.linetail", "trainer.events")
+SHARED = ("trainer.jobfiles", "trainer.eventkinds", "trainer.steps", "trainer.linetail", "trainer.events", "trainer.tasks")
 
 
 def test_the_shared_modules_load_neither_torch_nor_django():
@@ -37,12 +37,23 @@ def test_snapshots_are_listed_by_epoch_then_the_best(tmp_path):
                                             "checkpoints/epoch-10.pt", jobfiles.BEST_CHECKPOINT]
 
 
-def test_the_series_fields_come_from_the_series():
-    fields = eventkinds.series_fields()
+def test_a_tasks_series_fields_come_from_its_series_and_the_events_carry_them():
+    task = tasks.task_of({})
+    fields = task.series_fields()
+    assert task.name == tasks.DEFAULT == "classification"
     assert fields[eventkinds.TRAIN]["train_loss"] == "loss" and fields[eventkinds.VAL]["val_top1"] == "top1"
-    assert sum(len(f) for f in fields.values()) == len(eventkinds.SERIES)
+    assert sum(len(f) for f in fields.values()) == len(task.series)
     assert set(eventkinds.train(1, 0.1, 2.0, 0.1, 32, 9.0, 0.0)) >= set(fields[eventkinds.TRAIN].values())
     assert set(eventkinds.val(1, 0.1, 2.0, 0.5, 0.9)) >= set(fields[eventkinds.VAL].values())
+    assert task.page_vocabulary()["series_fields"] == fields
+
+
+def test_every_tasks_series_are_read_and_an_unknown_task_is_named():
+    for task in tasks.TASKS.values():
+        assert task.series.items() <= tasks.EVERY_SERIES.items()
+    assert tasks.task_of({"task": "classification"}) is tasks.TASKS["classification"]
+    with pytest.raises(ValueError, match="There is no task “sorting”"):
+        tasks.task_of({"task": "sorting"})
 
 
 def test_training_steps_are_each_process_even_share_in_whole_batches():

@@ -10,11 +10,12 @@ import pytest
 from trainer import eventkinds as kinds
 from trainer import events as eventlog
 from trainer import jobfiles
+from trainer.tasks import task_of
 from training import series
 
 
 def all_of(run: series.Run) -> dict:
-    return run.metrics(series.MAX_POINTS)
+    return run.metrics(task_of({}), series.MAX_POINTS)
 
 
 def test_downsampling_keeps_the_extremes_and_every_spike_within_the_bound():

@@ -19,6 +19,7 @@ from tests.processes import wait_for
 from tests.trainer.test_train import SLOW_LENET
 from tests.trainfiles import make_dataset, train_config
 from trainer import jobfiles
+from trainer.tasks import task_of
 from training import series
 
 
@@ -74,7 +75,7 @@ def test_an_aborted_model_resumes_where_it_stopped(alice, worker):
     assert len(events_of(model, "resume")) == 1
     steps = train_steps(model)
     assert steps == sorted(set(steps)), "no step twice"
-    curve = series.view(model.folder, lambda run: run.metrics(10_000))["series"]["train_loss"]
+    curve = series.view(model.folder, lambda run: run.metrics(task_of({}), 10_000))["series"]["train_loss"]
     curve_steps = [point[0] for point in curve]
     assert curve_steps == sorted(set(curve_steps))
     assert [round(e["data"]["epoch"], 6) for e in events_of(model, "val")] == [1.0, 2.0, 3.0]
@@ -99,7 +100,7 @@ def test_a_model_whose_worker_dies_resumes_on_another_worker(alice, worker_facto
     assert requeued["progress"] > 0.3, "the bar stays where the lost run was (past epoch 1.3 of 3), not at 0"
     first = next(e["data"] for e in events if e["kind"] == "progress" and e["seq"] > resumed[0]["seq"])
     assert first["epoch"] == resumed[0]["data"]["epoch"], "the resumed run's bar starts where it resumed"
-    curve = series.view(model.folder, lambda run: run.metrics(10_000))["series"]["train_loss"]
+    curve = series.view(model.folder, lambda run: run.metrics(task_of({}), 10_000))["series"]["train_loss"]
     steps = [point[0] for point in curve]
     assert steps == sorted(set(steps)), "the interrupted run's later points are dropped"
     assert [round(e["data"]["epoch"], 6) for e in events_of(model, "val")][-2:] == [2.0, 3.0]
@@ -124,7 +125,7 @@ def test_a_model_whose_trainer_is_killed_resumes_from_its_snapshot_by_itself(ali
     before = [e["data"]["step"] for e in events if e["kind"] == "train" and e["seq"] < resumed_seq]
     after = [e["data"]["step"] for e in events if e["kind"] == "train" and e["seq"] > resumed_seq]
     assert before[-1] > resumed_at, "the killed run had trained past its snapshot"
-    curve = series.view(model.folder, lambda run: run.metrics(10_000))["series"]["train_loss"]
+    curve = series.view(model.folder, lambda run: run.metrics(task_of({}), 10_000))["series"]["train_loss"]
     assert [point[0] for point in curve] == [s for s in before if s <= resumed_at] + after, \
         "every point up to the snapshot, then the resumed run's: no gap, no step twice"
     assert [round(e["data"]["epoch"], 6) for e in events_of(model, "val")][-2:] == [3.0, 4.0]

@@ -163,13 +163,15 @@ def page_context(job: Job) -> dict[str, Any]:
         }
 
     data = series.view(job.folder, build)
+    classes = services.dataset_classes(job.params.get("dataset"))
     for snapshot in data["snapshots"]:
         snapshot["exists"] = services.servable(job, snapshot.get("file"))
     data.update({
         "job": job.pk,
         "status": job.status,
         "epochs": job.params.get("epochs"),
-        "classes": services.dataset_classes(job.params.get("dataset")),
+        "classes": classes,
+        "metrics": task.shown_metrics(classes),
         "files_url": reverse("job-file", args=[job.pk, "_"])[:-1],
         "profile_api": reverse("api-job-profile", args=[job.pk]),
         "job_api": reverse("api-job", args=[job.pk]),

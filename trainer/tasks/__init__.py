@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import classification
-from .base import LOOP_SERIES, Task
+from .base import LOOP_SERIES, Metric, Task
 
-__all__ = ["DEFAULT", "EVERY_SERIES", "TASKS", "Task", "task_of"]
+__all__ = ["DEFAULT", "EVERY_SERIES", "TASKS", "Metric", "Task", "task_of"]
 
 TASKS: dict[str, Task] = {task.name: task for task in (classification.TASK,)}
 DEFAULT = classification.TASK.name

@@ -23,15 +23,47 @@ PAGE_KINDS = (kinds.NETWORK, kinds.TRAIN, kinds.PERF, kinds.HARDWARE, kinds.PROF
 
 
 @dataclass(frozen=True)
+class Metric:
+    """A validation metric of a task, a share from 0 to 1 where higher is
+    better: ``field`` of the ``val`` event (``test_<field>`` and
+    ``val_<field>`` in a result, ``val_<field>`` in a snapshot's metrics and
+    as its chart series), ``label`` as pages show it."""
+
+    field: str
+    label: str
+    # Shown only for datasets of more classes than this: top-5 accuracy is
+    # always 100% with five classes or fewer.
+    above_classes: int = 0
+
+    @property
+    def series(self) -> str:
+        return f"val_{self.field}"
+
+    def page_data(self) -> dict[str, str]:
+        return {"field": self.field, "label": self.label, "series": self.series}
+
+
+@dataclass(frozen=True)
 class Task:
     name: str
     label: str
-    # Chart series of its own, beside the loop's: name -> (event kind, field of its data).
-    metric_series: dict[str, tuple[str, str]]
+    metrics: tuple[Metric, ...]
+    # The title of the chart axis its metrics share, e.g. "accuracy".
+    metrics_title: str
+
+    @property
+    def metric_series(self) -> dict[str, tuple[str, str]]:
+        """Its chart series beside the loop's: name -> (event kind, field of its data)."""
+        return {metric.series: (kinds.VAL, metric.field) for metric in self.metrics}
 
     @property
     def series(self) -> dict[str, tuple[str, str]]:
         return {**LOOP_SERIES, **self.metric_series}
+
+    def shown_metrics(self, classes: int | None) -> list[dict[str, str]]:
+        """The metrics a page shows for a dataset of ``classes`` classes
+        (None: not known), as the page's scripts read them."""
+        return [metric.page_data() for metric in self.metrics if classes is None or classes > metric.above_classes]
 
     def series_fields(self) -> dict[str, dict[str, str]]:
         """{event kind: {series name: field}} of the kinds that carry points."""
@@ -43,4 +75,5 @@ class Task:
     def page_vocabulary(self) -> dict[str, Any]:
         """What a page script needs to follow a run of this task: the event
         kinds by name and the series each metric kind carries."""
-        return {"kinds": {kind: kind for kind in PAGE_KINDS}, "series_fields": self.series_fields()}
+        return {"kinds": {kind: kind for kind in PAGE_KINDS}, "series_fields": self.series_fields(),
+                "metrics_title": self.metrics_title}

@@ -4,7 +4,7 @@
 // after a resume or when a page left open for very long thins its curves.
 import { isNumber } from "../../js/format.js";
 import { COLOURS, extend, legendAbove, plot, thin } from "../../js/charts.js";
-import { data, showTop5 } from "./page.js";
+import { data, metrics } from "./page.js";
 
 // A page left open on a long run thins its own curves past this many points.
 const MAX_LIVE_POINTS = 20000;
@@ -56,11 +56,11 @@ const charts = [
   new CurveChart("metrics-chart", [
     { key: "train_loss", name: "train loss", color: COLOURS[0] },
     { key: "val_loss", name: "val loss", color: COLOURS[1], markers: true },
-    { key: "val_top1", name: "val top-1", yaxis: "y2", color: COLOURS[2], markers: true },
-    ...(showTop5 ? [{ key: "val_top5", name: "val top-5", yaxis: "y2", color: COLOURS[3], dash: "dot", markers: true }] : []),
+    ...metrics.map((metric, i) => ({ key: metric.series, name: `val ${metric.label}`, yaxis: "y2",
+      color: COLOURS[2 + i], dash: i ? "dot" : undefined, markers: true })),
   ], {
     height: 380, yaxis: { title: { text: "loss" }, rangemode: "tozero" },
-    yaxis2: { title: { text: "accuracy" }, ...PERCENT_AXIS },
+    yaxis2: { title: { text: data.metrics_title }, ...PERCENT_AXIS },
   }),
   // From zero: a constant rate fills the chart's height instead of floating
   // on an axis Plotly centres around it.

@@ -5,10 +5,11 @@ import { el } from "../../js/format.js";
 
 export const data = JSON.parse(document.getElementById("training-data").textContent);
 
-// Top-5 accuracy says nothing with five classes or fewer (it is always
-// 100%), so the charts, the snapshots and the result leave it out then.
-const TOP5_CLASSES = 5;
-export const showTop5 = !(typeof data.classes === "number" && data.classes <= TOP5_CLASSES);
+// The task's validation metrics this run shows (shares, higher is better:
+// {field, label, series}), chosen by the server for the dataset (top-5 says
+// nothing with five classes or fewer); the charts, the snapshots and the
+// result show these.
+export const metrics = data.metrics;
 
 export const fileUrl = (path) => data.files_url + path.split("/").map(encodeURIComponent).join("/");
 

@@ -1,9 +1,10 @@
 // The run's result: its best metric, final validation and test metrics,
 // time and throughput, and whether it stopped early.
 import { duration, fixed, isNumber, num, pct } from "../../js/format.js";
-import { data, fillList, showTop5 } from "./page.js";
+import { data, fillList, metrics } from "./page.js";
 
-const METRIC_LABELS = { val_loss: "val loss", val_top1: "val top-1", val_top5: "val top-5", train_loss: "train loss" };
+const METRIC_LABELS = { val_loss: "val loss", train_loss: "train loss",
+  ...Object.fromEntries(metrics.map((metric) => [metric.series, `val ${metric.label}`])) };
 
 function metricValue(name, value) {
   return name && name.endsWith("loss") ? num(value) : pct(value);
@@ -17,14 +18,14 @@ export function showResult() {
   if (!r) return;
   const best = r.best || {};
   const final = r.final || {};
-  const metrics = (prefix) => ["loss", "top1", ...(showTop5 ? ["top5"] : [])]
-    .filter((m) => isNumber(final[`${prefix}_${m}`]))
-    .map((m) => `${m === "loss" ? "loss" : m.replace("top", "top-")} ${m === "loss" ? num(final[`${prefix}_${m}`]) : pct(final[`${prefix}_${m}`])}`)
+  const measured = (prefix) => [["loss", "loss", num], ...metrics.map((metric) => [metric.field, metric.label, pct])]
+    .filter(([field]) => isNumber(final[`${prefix}_${field}`]))
+    .map(([field, label, format]) => `${label} ${format(final[`${prefix}_${field}`])}`)
     .join(" · ");
   fillList(document.getElementById("training-result-list"), [
     ["Best", best.metric ? `${METRIC_LABELS[best.metric] || best.metric} ${metricValue(best.metric, best.value)} at epoch ${fixed(best.epoch)}` : null],
-    ["Final validation", metrics("val") || null],
-    ["Test", metrics("test") || null],
+    ["Final validation", measured("val") || null],
+    ["Test", measured("test") || null],
     ["Epochs", isNumber(r.epochs) ? fixed(r.epochs) : null],
     ["Training time", isNumber(r.train_seconds) ? duration(r.train_seconds) : null],
     // The trainer's images trained over its training seconds, both summed

@@ -1,7 +1,7 @@
 // The snapshots table, the best one starred, and the model download: the
 // best snapshot, else the newest that still exists.
 import { count, el, fixed, isNumber, num, pct } from "../../js/format.js";
-import { data, fileUrl, showTop5 } from "./page.js";
+import { data, fileUrl, metrics } from "./page.js";
 
 function bestStep() {
   if (data.best && isNumber(data.best.step)) return data.best.step;
@@ -19,7 +19,7 @@ export function showSnapshots() {
       : el("span", { class: "muted" }, s.file ? "removed" : "—");
     return el("tr", { class: s.step === best ? "best" : "" },
       el("td", {}, fixed(s.epoch)), el("td", {}, count(s.step)), el("td", {}, num(m.val_loss)),
-      el("td", {}, pct(m.val_top1)), ...(showTop5 ? [el("td", {}, pct(m.val_top5))] : []), el("td", {}, num(m.train_loss)),
+      ...metrics.map((metric) => el("td", {}, pct(m[metric.series]))), el("td", {}, num(m.train_loss)),
       el("td", {}, s.step === best ? "★ best" : ""), el("td", {}, file));
   }));
   document.getElementById("snapshots").hidden = data.snapshots.length === 0;

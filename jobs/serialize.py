@@ -7,7 +7,7 @@ from typing import Any
 
 from django.urls import reverse
 
-from . import kinds, services
+from . import groups, kinds, services
 from .models import Job, JobNode, JobTransition
 
 
@@ -37,7 +37,7 @@ def job_summary(job: Job) -> dict[str, Any]:
         "eta_seconds": job.eta_seconds(),
         "queue_position": job.queue_position(),
         "url": reverse("job", args=[job.pk]),
-        "group_url": reverse("group", args=[job.owner.username, job.group]) if job.group else None,
+        "group_url": groups.page_url(job.owner.username, job.group),
         **(kind.summary_extra(job) if kind and kind.summary_extra else {}),
     }
 

@@ -1,5 +1,7 @@
 from django.apps import AppConfig
+from django.urls import reverse
 
+from jobs import groups
 from jobs.kinds import Category, JobKind, register, register_category
 from trainer.jobfiles import LAST_CHECKPOINT
 
@@ -7,6 +9,11 @@ from trainer.jobfiles import LAST_CHECKPOINT
 def runs_code(params: dict) -> str | None:
     """A network written in Python runs as code with the server account's rights."""
     return "jobs.run_code" if (params.get("network") or {}).get("source") == "python" else None
+
+
+def group_page(owner: str, group: str) -> str:
+    """Every group's page is the compare-curves page, whatever kinds of job it holds."""
+    return reverse("group", args=[owner, group])
 
 
 class TrainingConfig(AppConfig):
@@ -25,3 +32,4 @@ class TrainingConfig(AppConfig):
                          new_page="new-model", create_endpoint="api-models", resume_file=LAST_CHECKPOINT,
                          summary_extra=summary_extra, public_params=public_params, settings=settings_table,
                          required_permission=runs_code))
+        groups.register_page(group_page)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from jobs import kinds, services
+from jobs import groups, kinds, services
 from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.jobtools import wait_status
@@ -121,3 +121,15 @@ def test_a_summary_carries_what_its_kind_adds_and_nothing_of_other_kinds(alice):
 def test_every_kind_names_a_registered_category(db):
     assert kinds.check_categories() == []
     call_command("check", fail_level="ERROR")
+
+
+def test_groups_link_the_page_an_app_registers_and_only_that(alice, monkeypatch):
+    job = probe(alice, name="grouped")
+    Job.objects.filter(pk=job.pk).update(group="g/1")
+    client = signed_in(alice)
+    assert client.get(f"/api/jobs/{job.pk}").json()["group_url"] == "/groups/alice/g/1/"
+    assert 'group <a href="/groups/alice/g/1/">g/1</a>' in client.get(f"/jobs/{job.pk}/").content.decode()
+    monkeypatch.setattr(groups, "_page", None)
+    assert client.get(f"/api/jobs/{job.pk}").json()["group_url"] is None
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert " · group g/1 · " in page and "/groups/" not in page

@@ -1,7 +1,7 @@
 """The page of a group of jobs. Jobs are grouped by owner and group name
-whatever their kind, but the page that shows a group is an app's (training's
-compare-curves page), so that app registers its URL here when Django starts
-(``AppConfig.ready``). Without one, groups are still listed, only not linked."""
+whatever their kind, but the page that shows a group is an app's (the one
+that compares the curves of a group's models), so that app registers its URL
+here when Django starts (``AppConfig.ready``). Without one, groups are still listed, only not linked."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Device leases for jobs: ``<prefix>:lease:<host>:<device>`` holds a job id
-(the scripts and key format are ``trainer.devicelease``, shared with the
-model server, whose holder is ``modelserver:<pid>``).
+(the scripts and key format are ``trainer.devicelease``, shared with
+holders that are not jobs, such as an app's server, which the app names for
+the resources page with ``resources.register_holder``).
 
 Leases expire unless their worker refreshes them, so devices come back by
 themselves when a worker dies. Taking several devices is one Lua script, so a
@@ -45,5 +46,5 @@ def release(host: str, devices: Iterable[str], job_id: int) -> None:
 
 
 def holder(host: str, device: str) -> str | None:
-    """Who holds the device now: a job id, ``modelserver:<pid>``, or None."""
+    """Who holds the device now: a job id, another holder's name, or None."""
     return devicelease.holder(client(), settings.REDIS_PREFIX, host, device)

@@ -5,6 +5,7 @@ the devices they hold."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -12,6 +13,10 @@ from django.urls import reverse
 
 from . import leases
 from .models import PENDING, Job, JobNode, Status, Worker
+
+# What names a lease holder that is not a job (``register_holder``).
+HolderName = Callable[[str], dict[str, str] | None]
+_other_holders: list[HolderName] = []
 
 
 def _machines() -> dict[str, list[dict[str, Any]]]:
@@ -35,19 +40,30 @@ def _holders() -> dict[tuple[str, str], Job]:
     return holders
 
 
-def _model_server(host: str, device: str) -> dict[str, Any] | None:
-    """The model server as a device's holder, when it leases the device (a GPU
-    it runs Classify one on); jobs are named from the database instead.
-    None while Redis is unreachable: the live streams and the Resources page
-    go on without it."""
+def register_holder(name: HolderName) -> None:
+    """Register what names a device's lease holder that is not a job (an
+    app's server that leases a device as a job does), called from the app's
+    ``AppConfig.ready``: ``name(holder)`` gives the ``name`` and ``owner``
+    the resources page shows, or None for a holder not its own."""
+    _other_holders.append(name)
+
+
+def _other_holder(host: str, device: str) -> dict[str, Any] | None:
+    """The holder of a device's lease that is not a job, as the app it
+    belongs to names it; jobs are named from the database instead. None
+    while Redis is unreachable: the live streams and the Resources page go
+    on without it."""
+    if not _other_holders:
+        return None
     try:
         holder = leases.holder(host, device)
     except redis.RedisError:  # the leases are away with Redis; the rest of the picture is still true
         return None
-    if holder is None or not holder.startswith("modelserver:"):
-        return None
-    return {"id": None, "name": "Model server (Classify one)", "owner": f"pid {holder.partition(':')[2]}",
-            "url": None}
+    for name in _other_holders:
+        named = name(holder) if holder is not None else None
+        if named:
+            return {"id": None, **named, "url": None}
+    return None
 
 
 def free_counts() -> dict[str, dict[str, int]]:
@@ -58,7 +74,7 @@ def free_counts() -> dict[str, dict[str, int]]:
         for device in devices:
             entry = counts[device["kind"]]
             entry["total"] += 1
-            entry["free"] += (host, device["id"]) not in holders and not _model_server(host, device["id"])
+            entry["free"] += (host, device["id"]) not in holders and not _other_holder(host, device["id"])
     return counts
 
 
@@ -74,7 +90,7 @@ def snapshot() -> dict[str, Any]:
         devices = []
         for device in worker.devices:
             job = holders.get((worker.hostname, device["id"]))
-            holder = _job_link(job) if job else _model_server(worker.hostname, device["id"])
+            holder = _job_link(job) if job else _other_holder(worker.hostname, device["id"])
             devices.append({**device, "job": holder})
         workers.append({
             "id": worker.id, "hostname": worker.hostname, "pid": worker.pid, "queues": worker.queues,

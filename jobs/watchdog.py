@@ -1,6 +1,6 @@
 """A running job whose process has gone quiet for too long: "not responding".
 
-A job's process speaks as it works: events (progress, training steps,
+A job's process speaks as it works: events (progress, steps,
 validations) and log lines. One that stops for much longer than it usually
 takes between two of them is probably stuck (a deadlock, a hung device, a
 network file system that stopped answering), yet still "running" and

@@ -19,6 +19,9 @@ import redis
 
 from trainer import devicelease
 
+# How the server's holder of a lease begins (then its pid), where jobs hold theirs by id.
+HOLDER_PREFIX = "modelserver:"
+
 
 class DeviceBusy(Exception):
     """Another holder (a job) has the GPU; ``str(exc)`` says so for the user."""
@@ -36,7 +39,7 @@ class GpuLease:
                  idle_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.client, self.prefix, self.host, self.device = client, prefix, host, device
         self.ttl_seconds, self.idle_seconds, self.clock = ttl_seconds, idle_seconds, clock
-        self.holder = f"modelserver:{os.getpid()}"
+        self.holder = f"{HOLDER_PREFIX}{os.getpid()}"
         self.held = False
         self.used_at = self.refreshed_at = 0.0
 

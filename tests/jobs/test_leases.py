@@ -2,10 +2,14 @@
 worker, gone when the worker stops refreshing them."""
 
 import pytest
+from django.conf import settings
 
-from jobs import leases
+from jobs import leases, resources
 from jobs.bus import client
+from jobs.models import Worker
 from tests.processes import wait_for
+from trainer import devicelease
+from trainer.gpulease import HOLDER_PREFIX
 
 
 @pytest.fixture
@@ -49,3 +53,14 @@ def test_leases_expire_unless_refreshed(host, settings):
     wait_for(lambda: client().get(leases.lease_key(host, "gpu1")) is None, timeout=10, what="gpu1's lease to lapse")
     assert leases.acquire(host, ["gpu0", "gpu1"], 1, job_id=2) == ["gpu1"]
     assert client().get(leases.lease_key(host, "gpu0")) == b"1"
+
+
+def test_the_resources_name_a_lease_holder_that_is_no_job_as_its_app_registers_it(host, db):
+    """The model server leases a GPU as a job does; the inference app names it."""
+    Worker.objects.create(id=host, hostname=host, pid=1, devices=[{"id": f"gpu{i}", "kind": "gpu"} for i in range(3)])
+    devicelease.acquire(client(), settings.REDIS_PREFIX, host, ["gpu0"], 1, f"{HOLDER_PREFIX}4242", 60_000)
+    devicelease.acquire(client(), settings.REDIS_PREFIX, host, ["gpu1"], 1, "nobody-registered:1", 60_000)
+    [worker] = resources.snapshot()["workers"]
+    assert [device["job"] for device in worker["devices"]] == [
+        {"id": None, "name": "Model server (Classify one)", "owner": "pid 4242", "url": None}, None, None]
+    assert resources.free_counts()["gpu"] == {"free": 2, "total": 3}

@@ -8,6 +8,7 @@ jobs (training takes half a minute on a busy machine)."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 from django.contrib.auth.models import User
@@ -83,6 +84,27 @@ def test_the_model_page_reads_at_a_glance(page, model, tmp_path):
     copied = page.evaluate("navigator.clipboard.readText()")
     assert '"solver": "nesterov"' in copied and "dataset_dir" not in copied
     assert server_paths_in(page, tmp_path) == []
+
+
+def test_the_home_page_draws_a_models_train_loss_and_links_its_group(page, model):
+    from playwright.sync_api import expect
+
+    from jobs.events import publish
+
+    # The first sends the copied model's own events on, before any page listens.
+    publish(model, "progress", {"progress": 1.0, "loss": 1e-3})
+    page.goto(f"/jobs/{model.pk}/")
+    expect(page.locator("p.muted a", has_text="sweep")).to_have_attribute("href", "/groups/ada/sweep/")
+    page.goto("/?tab=models")
+    line = page.locator(f"tr[data-job='{model.pk}'] svg.sparkline")
+    expect(line).to_have_attribute("aria-label", re.compile(r"^train loss, latest [0-9.e-]+$"))
+    expect(line.locator("title")).to_have_text(re.compile(r"^train loss: [0-9.e-]+ \(lowest [0-9.e-]+\)$"))
+    expect(page.locator("a.group-link")).to_have_attribute("href", "/groups/ada/sweep/")
+    expect(page.locator("a.group-link")).to_have_text("compare curves")
+    points = len(line.locator("polyline").get_attribute("points").split())
+    publish(model, "progress", {"progress": 1.0, "loss": 1e-6})
+    expect(line).to_have_attribute("aria-label", "train loss, latest 0.000001000")
+    assert len(line.locator("polyline").get_attribute("points").split()) == points + 1
 
 
 def test_each_throughput_says_what_it_measures(page, model):

@@ -1,7 +1,8 @@
 """The registry of job kinds: the one place where an app plugs a kind of
 work into the job system. ``jobs/`` names no kind; everything it does
 differently for one (the home-page tab, the create form or endpoint,
-resuming, what depends on a job, what its summary and page add) it asks the
+resuming, what depends on a job, what its summary, home-list row and page
+add) it asks the
 kind's ``JobKind`` here.
 
 Apps register their categories and kinds when Django starts
@@ -55,6 +56,18 @@ SettingsGroup = tuple[str, list[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
+class Sparkline:
+    """A small line that the home list draws beside a job's progress bar:
+    ``values(job)`` (a few dozen numbers) is the summary's ``sparkline``,
+    and each progress event's ``live_field`` adds one as it comes."""
+
+    # What the line shows, as its tooltip and its accessible name say it.
+    label: str
+    values: Callable[[Job], list[float]]
+    live_field: str
+
+
+@dataclass(frozen=True)
 class JobKind:
     name: str
     label: str
@@ -91,6 +104,8 @@ class JobKind:
     network_of: Callable[[dict[str, Any]], Any] | None = None
     # What the kind adds to a job's summary (the lists and the home page).
     summary_extra: Callable[[Job], dict[str, Any]] | None = None
+    # The line a job's row on the home page draws, if any.
+    sparkline: Sparkline | None = None
     # The job's settings as users may see them, in the API and on the page:
     # its params without server paths (default: the params, with paths into
     # job folders in the jobs' words; see ``without``).
@@ -145,6 +160,12 @@ def settings_table(job: Job) -> list[SettingsGroup]:
     if kind and kind.settings:
         return kind.settings(job)
     return [("Settings", [(name, json.dumps(value)) for name, value in public_params(job).items()])]
+
+
+def sparklines() -> dict[str, dict[str, str]]:
+    """What the home page needs to draw and extend each kind's sparkline, by kind."""
+    return {kind.name: {"label": kind.sparkline.label, "live_field": kind.sparkline.live_field}
+            for kind in _kinds.values() if kind.sparkline}
 
 
 def categories() -> list[Category]:

@@ -16,7 +16,7 @@ def _iso(value: Any) -> str | None:
 
 
 def job_summary(job: Job) -> dict[str, Any]:
-    """The fields every job has, then what its kind adds (``JobKind.summary_extra``)."""
+    """The fields every job has, then what its kind adds (``JobKind.sparkline``, ``summary_extra``)."""
     kind = kinds.find(job.kind)
     return {
         "id": job.pk,
@@ -38,6 +38,7 @@ def job_summary(job: Job) -> dict[str, Any]:
         "queue_position": job.queue_position(),
         "url": reverse("job", args=[job.pk]),
         "group_url": groups.page_url(job.owner.username, job.group),
+        **({"sparkline": kind.sparkline.values(job)} if kind and kind.sparkline else {}),
         **(kind.summary_extra(job) if kind and kind.summary_extra else {}),
     }
 

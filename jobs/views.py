@@ -57,7 +57,7 @@ def home(request: HttpRequest) -> HttpResponse:
     tabs = _tabs()
     active = request.GET.get("tab") or next((t["id"] for t in tabs if t["jobs"]), tabs[0]["id"] if tabs else "")
     return render(request, "jobs/home.html", {"tabs": tabs, "active_tab": active, "new_pages": _new_pages(),
-                                              "since": _stream_position()})
+                                              "sparklines": kinds.sparklines(), "since": _stream_position()})
 
 
 @login_required

@@ -4,7 +4,7 @@ module in JOB_KINDS_MODULES, the way an app registers its own:
 - ``sleep``: a quick kind for the integration tests, which sleeps in steps
   and reports progress, with no PyTorch import to wait for;
 - ``probe``: a kind in a tab of its own that says all a kind can say for
-  itself (a create form, a resume file, dependents, summary extras), so that
+  itself (a create form, a resume file, dependents, summary extras, a sparkline), so that
   ``tests/test_kinds.py`` shows a kind plugging in with no change in ``jobs/``;
   a probe with ``code`` in its params needs the run-code permission.
 """
@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 
 from jobs import services
 from jobs.forms import JobFieldsForm
-from jobs.kinds import Category, JobKind, python_module, register, register_category
+from jobs.kinds import Category, JobKind, Sparkline, python_module, register, register_category
 from jobs.models import Job
 
 register(JobKind("sleep", "Sleep (tests)", "checks", python_module("tests.sleeper")))
@@ -37,4 +37,5 @@ register_category(Category("probes", "Probes", order=90, group_link="probe the g
 register(JobKind("probe", "Probe", "probes", python_module("tests.sleeper"), create_form=ProbeForm,
                  resume_file="probe.state", dependents=probes_using,
                  summary_extra=lambda job: {"probe_steps": job.params.get("steps")},
+                 sparkline=Sparkline("probe line", lambda job: job.params.get("line", []), live_field="progress"),
                  required_permission=lambda params: "jobs.run_code" if params.get("code") else None))

@@ -23,13 +23,13 @@ class TrainingConfig(AppConfig):
         from .command import train_command
         from .modeljobs import MODEL_KIND
         from .shown import public_params, settings_table
-        from .summary import summary_extra
+        from .summary import SPARKLINE
         from .views import page_context
 
         register_category(Category("models", "Models", order=20, group_link="compare curves", counted=(MODEL_KIND,)))
         register(JobKind(MODEL_KIND, "Model", "models", train_command,
                          page_template="training/section.html", page_context=page_context,
                          new_page="new-model", create_endpoint="api-models", resume_file=LAST_CHECKPOINT,
-                         summary_extra=summary_extra, public_params=public_params, settings=settings_table,
+                         sparkline=SPARKLINE, public_params=public_params, settings=settings_table,
                          required_permission=runs_code))
         groups.register_page(group_page)

@@ -1,10 +1,9 @@
-"""What a training job adds to its summary in the job lists
-(``JobKind.summary_extra``): its train loss as a sparkline."""
+"""What a training job's row on the home page draws (``JobKind.sparkline``):
+its train loss, which each progress event's loss extends live."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from jobs.kinds import Sparkline
 from jobs.models import Job
 
 from . import series
@@ -12,7 +11,10 @@ from . import series
 SPARKLINE_POINTS = 60
 
 
-def summary_extra(job: Job) -> dict[str, Any]:
-    """The train loss as at most 60 values for the home page (min and max per
-    bucket, so spikes show); cached with the job's events."""
-    return {"sparkline": series.view(job.folder, lambda run: run.sparkline(SPARKLINE_POINTS))}
+def train_loss(job: Job) -> list[float]:
+    """The train loss as at most 60 values (min and max per bucket, so
+    spikes show); cached with the job's events."""
+    return series.view(job.folder, lambda run: run.sparkline(SPARKLINE_POINTS))
+
+
+SPARKLINE = Sparkline("train loss", train_loss, live_field="loss")

@@ -80,3 +80,20 @@ def test_the_tabs_keep_to_one_line_and_the_models_tab_counts_only_models(page):
     assert page.evaluate(TAB_LINES) == [1] * page.locator("[role=tab]").count()
     served = page.request.get("/").text()
     assert re.search(r'data-tab="models"[^>]*>Models <span class="count">1</span>', served)
+
+
+def test_a_kinds_rows_draw_the_sparkline_its_registration_names_and_extend_it_live(page):
+    from playwright.sync_api import expect
+
+    from jobs.events import publish
+
+    sign_up(page, "ada")
+    job = Job.objects.create(kind="probe", name="lined", owner=User.objects.get(username="ada"),
+                             params={"line": [3.0, 2.0, 1.5]}, resources={"device": "cpu", "count": 1})
+    page.goto("/?tab=probes")
+    line = page.locator(f"tr[data-job='{job.pk}'] svg.sparkline")
+    expect(line).to_have_attribute("aria-label", "probe line, latest 1.500")
+    expect(line.locator("title")).to_have_text("probe line: 1.500 (lowest 1.500)")
+    publish(job, "progress", {"progress": 0.25})
+    expect(line).to_have_attribute("aria-label", "probe line, latest 0.2500")
+    assert len(line.locator("polyline").get_attribute("points").split()) == 4

@@ -111,11 +111,15 @@ def test_a_queued_job_whose_dependency_was_deleted_fails_with_the_reason(alice, 
 
 
 def test_a_summary_carries_what_its_kind_adds_and_nothing_of_other_kinds(alice):
-    probe(alice, name="probe", steps=7)
+    probe(alice, name="probe", steps=7, line=[3.0, 2.5])
     Job.objects.create(kind="devicecheck", name="check", owner=alice, params={}, resources={})
-    jobs = {j["name"]: j for j in signed_in(alice).get("/api/jobs").json()["jobs"]}
-    assert jobs["probe"]["probe_steps"] == 7 and "sparkline" not in jobs["probe"]
+    client = signed_in(alice)
+    jobs = {j["name"]: j for j in client.get("/api/jobs").json()["jobs"]}
+    assert jobs["probe"]["probe_steps"] == 7 and jobs["probe"]["sparkline"] == [3.0, 2.5]
     assert "probe_steps" not in jobs["check"] and "sparkline" not in jobs["check"]
+    drawn = embedded(client.get("/?tab=probes"), "sparklines-data")
+    assert drawn == {"train": {"label": "train loss", "live_field": "loss"},
+                     "probe": {"label": "probe line", "live_field": "progress"}}
 
 
 def test_every_kind_names_a_registered_category(db):

@@ -14,6 +14,8 @@ const fresh = freshEvents();
 const selected = new Set();
 const collapsed = new Set(JSON.parse(localStorage.getItem("collapsed-groups") || "[]"));
 let activeTab = JSON.parse(document.getElementById("active-tab").textContent);
+// By kind, the sparkline its rows draw: what it shows and the progress events' field that extends it.
+const sparklines = JSON.parse(document.getElementById("sparklines-data").textContent);
 let sortKey = "created_at", sortDescending = true;
 
 const table = document.getElementById("jobs-table");
@@ -45,10 +47,11 @@ function statusCell(job) {
 const SVG = "http://www.w3.org/2000/svg";
 const SPARK_POINTS = 60, SPARK_WIDTH = 90, SPARK_HEIGHT = 18;
 
-// The loss of a job whose summary carries a sparkline, as a small line.
+// The sparkline of a job whose kind draws one, as a small line.
 function sparkline(job) {
   const values = job.sparkline || [];
-  if (values.length < 2) return "";
+  const label = sparklines[job.kind]?.label;
+  if (!label || values.length < 2) return "";
   const low = Math.min(...values), high = Math.max(...values), span = high - low || 1;
   const points = values.map((v, i) => `${((i / (values.length - 1)) * SPARK_WIDTH).toFixed(1)},`
     + `${(SPARK_HEIGHT - 1 - ((v - low) / span) * (SPARK_HEIGHT - 2)).toFixed(1)}`).join(" ");
@@ -58,9 +61,9 @@ function sparkline(job) {
   svg.setAttribute("height", SPARK_HEIGHT);
   svg.setAttribute("viewBox", `0 0 ${SPARK_WIDTH} ${SPARK_HEIGHT}`);
   svg.setAttribute("role", "img");
-  svg.setAttribute("aria-label", `train loss, latest ${values[values.length - 1].toPrecision(4)}`);
+  svg.setAttribute("aria-label", `${label}, latest ${values[values.length - 1].toPrecision(4)}`);
   const title = document.createElementNS(SVG, "title");
-  title.textContent = `train loss: ${values[values.length - 1].toPrecision(4)} (lowest ${low.toPrecision(4)})`;
+  title.textContent = `${label}: ${values[values.length - 1].toPrecision(4)} (lowest ${low.toPrecision(4)})`;
   const line = document.createElementNS(SVG, "polyline");
   line.setAttribute("points", points);
   svg.append(title, line);
@@ -192,9 +195,10 @@ on("progress", (event) => {
   const job = jobs.get(event.job);
   if (!job) return;
   job.progress = event.data.progress;
-  const loss = event.data.loss;
-  if (Array.isArray(job.sparkline) && typeof loss === "number" && Number.isFinite(loss)) {
-    job.sparkline = [...job.sparkline, loss];
+  const field = sparklines[job.kind]?.live_field;
+  const value = field ? event.data[field] : undefined;
+  if (Array.isArray(job.sparkline) && typeof value === "number" && Number.isFinite(value)) {
+    job.sparkline = [...job.sparkline, value];
     if (job.sparkline.length > 2 * SPARK_POINTS) job.sparkline = thin(job.sparkline, SPARK_POINTS);
   }
   const tr = table.querySelector(`tr[data-job="${event.job}"]`);

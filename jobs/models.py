@@ -39,9 +39,6 @@ class Status(models.TextChoices):
     ABORTED = "aborted", "Aborted"
 
 
-# Shown wherever the permission is granted (the admin's user and group pages).
-RUN_CODE_NAME = "May run custom Python network code, with all the rights of the server's account"
-
 TERMINAL = (Status.DONE, Status.FAILED, Status.ABORTED)
 PENDING = (Status.QUEUED, Status.WAITING)
 ACTIVE = (Status.QUEUED, Status.WAITING, Status.RUNNING)
@@ -81,7 +78,6 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        permissions = [("run_code", RUN_CODE_NAME)]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.kind} #{self.pk})"

@@ -38,4 +38,4 @@ register(JobKind("probe", "Probe", "probes", python_module("tests.sleeper"), cre
                  resume_file="probe.state", dependents=probes_using,
                  summary_extra=lambda job: {"probe_steps": job.params.get("steps")},
                  sparkline=Sparkline("probe line", lambda job: job.params.get("line", []), live_field="progress"),
-                 required_permission=lambda params: "jobs.run_code" if params.get("code") else None))
+                 required_permission=lambda params: "training.run_code" if params.get("code") else None))

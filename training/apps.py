@@ -6,11 +6,6 @@ from jobs.kinds import Category, JobKind, register, register_category
 from trainer.jobfiles import LAST_CHECKPOINT
 
 
-def runs_code(params: dict) -> str | None:
-    """A network written in Python runs as code with the server account's rights."""
-    return "jobs.run_code" if (params.get("network") or {}).get("source") == "python" else None
-
-
 def group_page(owner: str, group: str) -> str:
     """Every group's page is the compare-curves page, whatever kinds of job it holds."""
     return reverse("group", args=[owner, group])
@@ -22,6 +17,7 @@ class TrainingConfig(AppConfig):
     def ready(self) -> None:
         from .command import train_command
         from .modeljobs import MODEL_KIND
+        from .services import runs_code
         from .shown import public_params, settings_table
         from .summary import SPARKLINE
         from .views import page_context

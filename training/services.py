@@ -22,10 +22,16 @@ from web.api import ActionError
 
 from . import catalog, modeljobs, series
 
-RUN_CODE = "jobs.run_code"
+RUN_CODE = "training.run_code"
 PRETRAINED_KIND = "pretrained"  # the pretrained app's jobs: weights a new model may be fine-tuned from
 PREVIOUS_JOBS_SHOWN = 200
 GROUP_POINTS = 500  # per curve: a group overlays many runs
+
+
+def runs_code(params: dict[str, Any]) -> str | None:
+    """The permission a model of these params needs (``JobKind.required_permission``):
+    a network written in Python runs as code with the server account's rights."""
+    return RUN_CODE if (params.get("network") or {}).get("source") == "python" else None
 
 
 # ---- what a new model starts from --------------------------------------------------

@@ -29,7 +29,7 @@ WHY = "is code that runs with the server account"
 
 
 def run_code(user, granted: bool = True) -> None:
-    permission = Permission.objects.get(content_type__app_label="jobs", codename="run_code")
+    permission = Permission.objects.get(content_type__app_label="training", codename="run_code")
     if granted:
         user.user_permissions.add(permission)
     else:

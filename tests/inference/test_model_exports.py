@@ -106,7 +106,7 @@ def test_a_network_that_cannot_be_exported_fails_with_the_reason_and_leaves_no_a
             "                return self.fc(x.flatten(1))\n"
             "            return -self.fc(x.flatten(1))\n"
             "    return Branchy()\n")
-    alice.user_permissions.add(Permission.objects.get(content_type__app_label="jobs", codename="run_code"))
+    alice.user_permissions.add(Permission.objects.get(content_type__app_label="training", codename="run_code"))
     dataset = dataset_job(alice)
     params = train_config(dataset.folder / jobfiles.DATASET, dataset=dataset.pk, network={"source": "python", "text": code})
     model = Job.objects.create(kind="train", name="branchy", owner=alice, status=Status.DONE, params=params,

@@ -16,7 +16,7 @@ CODE = {"steps": 1, "step_seconds": 0.01, "code": True}
 
 
 def run_code_permission() -> Permission:
-    return Permission.objects.get(content_type__app_label="jobs", codename="run_code")
+    return Permission.objects.get(content_type__app_label="training", codename="run_code")
 
 
 def grant(user) -> None:

@@ -197,7 +197,7 @@ def test_python_networks_are_for_users_with_the_permission(alice, root, digits):
                                      network={"source": "python", "text": "def build(:"}))["python_text"]
     assert "must define build" in errors(create(signed_in(root), name="x", dataset=digits.pk,
                                                 network={"source": "python", "text": "x = 1"}))["python_text"]
-    alice.user_permissions.add(Permission.objects.get(codename="run_code", content_type__app_label="jobs"))
+    alice.user_permissions.add(Permission.objects.get(codename="run_code", content_type__app_label="training"))
     alice = User.objects.get(pk=alice.pk)  # a fresh permission cache
     assert create(signed_in(alice), name="code", dataset=digits.pk,
                   network={"source": "python", "text": LINEAR}).status_code == 201

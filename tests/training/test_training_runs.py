@@ -31,7 +31,7 @@ def dataset_job(owner) -> Job:
 
 def may_run_code(user) -> None:
     """SLOW_LENET is a network written in Python."""
-    user.user_permissions.add(Permission.objects.get(content_type__app_label="jobs", codename="run_code"))
+    user.user_permissions.add(Permission.objects.get(content_type__app_label="training", codename="run_code"))
 
 
 def submit_model(owner, dataset: Job, name: str = "lenet", **overrides) -> Job:

@@ -46,7 +46,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ("auth", "0012_alter_user_first_name_max_length"),
         ("contenttypes", "0002_remove_content_type_name"),
-        ("jobs", "0008_run_code_moves_to_training"),
+        ("jobs", "0008_job_without_permissions"),
     ]
 
     operations = [

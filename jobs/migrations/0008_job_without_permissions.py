@@ -1,5 +1,5 @@
-"""The run-code permission is the training app's now (its
-``0001_initial`` moves the permission, grants and all)."""
+"""The job model has no permission of its own any more: run-code belongs to
+the app whose networks need it, whose migration moves it, grants and all."""
 
 from django.db import migrations
 

@@ -57,7 +57,7 @@ def test_leases_expire_unless_refreshed(host, settings):
 
 def test_the_resources_name_a_lease_holder_that_is_no_job_as_its_app_registers_it(host, db):
     """The model server leases a GPU as a job does; the inference app names it."""
-    Worker.objects.create(id=host, hostname=host, pid=1, devices=[{"id": f"gpu{i}", "kind": "gpu"} for i in range(3)])
+    Worker.objects.create(id="holders", hostname=host, pid=1, devices=[{"id": f"gpu{i}", "kind": "gpu"} for i in range(3)])
     devicelease.acquire(client(), settings.REDIS_PREFIX, host, ["gpu0"], 1, f"{HOLDER_PREFIX}4242", 60_000)
     devicelease.acquire(client(), settings.REDIS_PREFIX, host, ["gpu1"], 1, "nobody-registered:1", 60_000)
     [worker] = resources.snapshot()["workers"]

@@ -17,7 +17,8 @@ SCHEMAS: dict[str, Any] = {
         "group_url": {"type": ["string", "null"],
                       "description": "the group page (the owner's group of that name), for a job in a group"},
         "sparkline": {"type": "array", "items": {"type": "number"},
-                      "description": "a training job's train loss, at most 60 values (min and max per bucket)"}}},
+                      "description": "for a kind whose row on the home list draws a small line (a model: its "
+                                     "train loss), its values, at most 60 (min and max per bucket)"}}},
     "Job": {"allOf": [ref("JobSummary"), {"type": "object", "properties": {
         "notes": {"type": "string"}, "params": {"type": "object"}, "resources": {"type": "object"},
         "held": {"type": "object", "description": "the devices it holds: host, devices, and for a job over "
@@ -30,7 +31,8 @@ SCHEMAS: dict[str, Any] = {
         "worker": {"type": "string"}, "attempt": {"type": "integer"},
         "abort_requested": {"type": "boolean"}, "silent_since": {"type": ["string", "null"], "format": "date-time"},
         "restart_requested": {"type": "boolean"}, "error": {"type": "string"},
-        "resumable": {"type": "boolean", "description": "an aborted or failed training job with a checkpoint"},
+        "resumable": {"type": "boolean", "description": "an aborted or failed job that its kind can carry on, from the file "
+                                 "(a model: the checkpoint) its last run left"},
         "history": {"type": "array", "items": {"type": "object", "properties": {
             "status": {"type": "string"}, "at": {"type": "string"}, "message": {"type": "string"}}}}}}]},
     "JobChanges": {"type": "object", "properties": {
@@ -69,7 +71,8 @@ PATHS: dict[str, Any] = {
     "/api/jobs/{job_id}/clone": {"parameters": [JOB_ID], "post": operation(
         "Submit a copy of the job as your own", {"201": json_answer(ref("Job"))}, ("401", "404"))},
     "/api/jobs/{job_id}/resume": {"parameters": [JOB_ID], "post": operation(
-        "Queue an aborted or failed training job again, to carry on from its last checkpoint",
+        "Queue an aborted or failed job again, to carry on from where its last run left off (a model: "
+        "its last checkpoint)",
         {"202": json_answer(ref("Job"), "Queued again")}, ("401", "403", "404", "409"))},
     "/api/jobs/{job_id}/log": {"parameters": [JOB_ID], "get": operation(
         "The last lines of the job's log", {"200": json_answer({"type": "object", "properties": {

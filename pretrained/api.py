@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from django.http import HttpRequest, JsonResponse
 
-from datasets import uploads
 from digitslike.api import BadRequest, api, json_body
 from inference import trained
 from inference.export_api import SnapshotForm
-from jobs import serialize
+from jobs import serialize, uploadfiles
 
 from . import services
 from .forms import UploadForm
@@ -19,10 +18,10 @@ from .forms import UploadForm
 
 @api("POST")
 def create(request: HttpRequest) -> JsonResponse:
-    if refused := uploads.refusal(request):
+    if refused := uploadfiles.refusal(request):
         return refused
     form = UploadForm(request.POST, request.FILES)
-    if refused := uploads.refusal(request):
+    if refused := uploadfiles.refusal(request):
         return refused
     if not form.is_valid():
         raise BadRequest(form.errors.get_json_data())

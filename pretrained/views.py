@@ -12,8 +12,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from datasets import uploads
 from inference import trained
+from jobs import uploadfiles
 from jobs.models import Job
 from training.services import pretrained_info
 
@@ -25,7 +25,7 @@ from .forms import UploadForm
 def new_pretrained(request: HttpRequest) -> HttpResponse:
     form = UploadForm(request.POST or None, request.FILES or None)
     if getattr(request, "upload_too_large", False):
-        form.add_error(None, uploads.too_large_message())
+        form.add_error(None, uploadfiles.too_large_message())
     elif request.method == "POST" and form.is_valid():
         job = form.submit(request.user)
         return redirect("job", job.pk)

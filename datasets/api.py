@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from django.http import HttpRequest, JsonResponse, QueryDict
 
-from jobs import serialize
+from jobs import serialize, uploadfiles
 from jobs.jobpaths import in_job_words
 from web.api import BadRequest, api, bad_request_message, error, json_body
 
-from . import store, uploads
+from . import store
 from .folders import OutsideRoots, listing
 from .forms import DatasetForm, defaults, sent_field_errors
 from .shown import public_manifest
@@ -36,10 +36,10 @@ def early_refusal(fields: QueryDict, wants_json: bool) -> JsonResponse | None:
 
 @api("POST")
 def create(request: HttpRequest) -> JsonResponse:
-    if refused := uploads.refusal(request):
+    if refused := uploadfiles.refusal(request):
         return refused
     form = _form(request)
-    if refused := uploads.refusal(request):  # the handler stopped the upload while the form read it
+    if refused := uploadfiles.refusal(request):  # the handler stopped the upload while the form read it
         return refused
     if not form.is_valid():
         raise BadRequest(form.errors.get_json_data())

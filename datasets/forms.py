@@ -154,15 +154,11 @@ class DatasetForm(JobFieldsForm):
         uploads = {f: data[f] for f in ("archive", *LIST_FIELDS) if isinstance(data.get(f), UploadedFile)}
 
         def store_uploads(job: Job) -> None:
-            """Keep the uploaded files in the job's folder, as the record of its source."""
-            folder = job.folder / "upload"
-            folder.mkdir(parents=True)
+            kept = {}
             for field, upload in uploads.items():
-                target = folder / f"{field}{''.join(Path(upload.name).suffixes)[-16:]}"
-                uploadfiles.keep(upload, target)
                 key = "path" if field == "archive" else field.removesuffix("_list").removesuffix("_file")
-                job.params["source"][key] = str(target)
-            Job.objects.filter(pk=job.pk).update(params=job.params)
+                kept[key] = (f"upload/{field}{''.join(Path(upload.name).suffixes)[-16:]}", upload)
+            uploadfiles.keep_in_job(job, kept)
 
         return services.submit(owner, "dataset", data["name"], self.params(), {"device": "cpu", "count": 1},
                                group=data["group"], notes=data["notes"], prepare=store_uploads if uploads else None)

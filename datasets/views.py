@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from jobs import services as job_services
+from jobs import uploadfiles
 from jobs.models import Job
 from trainer import jobfiles
 from trainer.datastore import png_bytes
@@ -22,7 +23,7 @@ from trainer.imageio import ImageError, load_image, resize
 from web.api import error
 from web.files import streamed_asynchronously
 
-from . import sample, store, uploads
+from . import sample, store
 from .folders import OutsideRoots, allowed, first_file
 from .forms import DatasetForm, sent_field_errors
 from .shown import applied, public_params
@@ -35,10 +36,10 @@ SKIPPED_SHOWN = 500
 def new_dataset(request: HttpRequest) -> HttpResponse:
     wants_json = request.headers.get("Accept") == "application/json"
     if request.method == "POST":
-        if refused := uploads.refusal(request):
+        if refused := uploadfiles.refusal(request):
             return refused
         form = DatasetForm(request.POST, request.FILES)
-        if refused := uploads.refusal(request):  # the handler stopped the upload while the form read it
+        if refused := uploadfiles.refusal(request):  # the handler stopped the upload while the form read it
             return refused
         if form.is_valid():
             job = form.submit(request.user)

@@ -296,7 +296,7 @@ REQUEST_MAX_BYTES = env_int("REQUEST_MAX_BYTES", 10 * 1024**2, minimum=1024)
 # Uploads go to disk, never into memory, as they arrive.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "uploads")
-FILE_UPLOAD_HANDLERS = ["datasets.uploads.LimitedTemporaryFileUploadHandler"]
+FILE_UPLOAD_HANDLERS = ["jobs.uploadfiles.LimitedTemporaryFileUploadHandler"]
 # The largest weights file a pretrained model may be uploaded as (it is read whole).
 PRETRAINED_MAX_BYTES = env_int("PRETRAINED_MAX_BYTES", 4 * 1024**3, minimum=1024)
 # Archive extraction limits (see trainer/archives.py).

@@ -8,8 +8,7 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
-from datasets import uploads
-from jobs import serialize
+from jobs import serialize, uploadfiles
 from jobs.models import Job
 from web.api import BadRequest, api, json_body
 
@@ -48,13 +47,13 @@ def _defaults() -> dict[str, Any]:
 def create(request: HttpRequest) -> JsonResponse:
     """Fields left out take the page's defaults, in a JSON body (lists and
     folders) as in a multipart one (an archive or a list file)."""
-    if refused := uploads.refusal(request):
+    if refused := uploadfiles.refusal(request):
         return refused
     if request.content_type == "application/json":
         form = EvaluationForm({**_defaults(), **json_body(request)})
     else:
         form = EvaluationForm({**_defaults(), **request.POST.dict()}, request.FILES)
-    if refused := uploads.refusal(request):
+    if refused := uploadfiles.refusal(request):
         return refused
     if not form.is_valid():
         raise BadRequest(form.errors.get_json_data())

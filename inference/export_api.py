@@ -4,30 +4,18 @@ downloads it once made."""
 
 from __future__ import annotations
 
-from django import forms
 from django.http import FileResponse, HttpRequest, JsonResponse
 
 from jobs import serialize
-from web.api import BadRequest, api, json_body
+from web.api import api
 
-from . import exports, trained
+from . import exports, snapshot_requests
 from .export_views import archive_response
-
-
-class SnapshotForm(forms.Form):
-    snapshot = forms.CharField(required=False, max_length=200, help_text="Empty: the best one.")
 
 
 @api("POST")
 def export(request: HttpRequest, model_id: int) -> JsonResponse:
-    model = trained.model_or_404(model_id)
-    form = SnapshotForm(json_body(request))
-    if not form.is_valid():
-        raise BadRequest(form.errors.get_json_data())
-    try:
-        job, created = exports.export(request.user, model, form.cleaned_data["snapshot"])
-    except trained.Unusable as exc:
-        raise BadRequest({exc.field: [str(exc)]}) from None
+    job, created = snapshot_requests.from_api(request, model_id, exports.export)
     return JsonResponse({**serialize.job_detail(job), **exports.download_urls(job),
                          "ready": exports.archive_path(job) is not None}, status=201 if created else 200)
 

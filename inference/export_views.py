@@ -4,28 +4,22 @@ download), and the archive itself, for the page and the API."""
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_POST
 
 from jobs.models import Job
 from web.files import streamed_asynchronously
 
-from . import exports, trained
+from . import exports, snapshot_requests
 
 
 @login_required
 @require_POST
 def export_model(request: HttpRequest, model_id: int) -> HttpResponse:
-    model = trained.model_or_404(model_id)
-    try:
-        job, _ = exports.export(request.user, model, request.POST.get("snapshot", ""))
-    except trained.Unusable as exc:
-        messages.error(request, str(exc))
-        return redirect("job", model.pk)
-    return redirect("job", job.pk)
+    return snapshot_requests.from_page(request, model_id, lambda user, model, snapshot:
+                                       exports.export(user, model, snapshot)[0])
 
 
 def archive_response(request: HttpRequest, job_id: int) -> FileResponse:

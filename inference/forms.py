@@ -142,15 +142,8 @@ class EvaluationForm(JobFieldsForm, DevicesField):
         source = self.job_source()
 
         def store_input(job: Job) -> None:
-            """Keep the list or the uploaded archive in the job's folder, as the record of its input."""
-            target = job.folder / (LIST_FILE if source["type"] == "list" else "upload/archive")
-            target.parent.mkdir(parents=True)
-            if source["type"] == "list":
-                target.write_text(data["list_text"], encoding="utf-8", errors="surrogateescape")
-            else:
-                uploadfiles.keep(data["archive"], target)
-            job.params["source"]["path"] = str(target)
-            Job.objects.filter(pk=job.pk).update(params=job.params)
+            uploadfiles.keep_in_job(job, {"path": (LIST_FILE, data["list_text"]) if source["type"] == "list" else
+                                          ("upload/archive", data["archive"])})
 
         return services.submit(owner, data["model_job"], source, name=data["name"], snapshot=data["snapshot"],
                                top_n=data["top_n"], resources=self.resources(), group=data["group"],

@@ -17,10 +17,6 @@ def take(user_id: int, limit: int) -> Slot | None:
     return _streams.take(user_id, limit)
 
 
-def open_streams(user_id: int) -> int:
-    return _streams.held(user_id)
-
-
 def holding(slot: Slot, stream: AsyncGenerator[str, None]) -> AsyncIterator[str]:
     """``stream``, giving the slot back when it ends, is closed (the browser
     went away), or is dropped without ever being started. Closing it closes

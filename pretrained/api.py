@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from django.http import HttpRequest, JsonResponse
 
-from datasets import uploads
-from inference import trained
-from inference.export_api import SnapshotForm
-from jobs import serialize
-from web.api import BadRequest, api, json_body
+from inference import snapshot_requests
+from jobs import serialize, uploadfiles
+from web.api import BadRequest, api
 
 from . import services
 from .forms import UploadForm
@@ -19,10 +17,10 @@ from .forms import UploadForm
 
 @api("POST")
 def create(request: HttpRequest) -> JsonResponse:
-    if refused := uploads.refusal(request):
+    if refused := uploadfiles.refusal(request):
         return refused
     form = UploadForm(request.POST, request.FILES)
-    if refused := uploads.refusal(request):
+    if refused := uploadfiles.refusal(request):
         return refused
     if not form.is_valid():
         raise BadRequest(form.errors.get_json_data())
@@ -31,12 +29,5 @@ def create(request: HttpRequest) -> JsonResponse:
 
 @api("POST")
 def from_snapshot(request: HttpRequest, model_id: int) -> JsonResponse:
-    model = trained.model_or_404(model_id)
-    form = SnapshotForm(json_body(request))
-    if not form.is_valid():
-        raise BadRequest(form.errors.get_json_data())
-    try:
-        job = services.from_snapshot(request.user, model, form.cleaned_data["snapshot"])
-    except trained.Unusable as exc:
-        raise BadRequest({exc.field: [str(exc)]}) from None
+    job = snapshot_requests.from_api(request, model_id, services.from_snapshot)
     return JsonResponse(serialize.job_detail(job), status=201)

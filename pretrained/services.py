@@ -35,11 +35,7 @@ def from_upload(owner: User, name: str, upload: UploadedFile, network: str, grou
     params name it (``source["path"]``), so a clone takes it along."""
 
     def store(job: Job) -> None:
-        target = job.folder / jobfiles.PRETRAINED_UPLOAD
-        target.parent.mkdir(parents=True)
-        uploadfiles.keep(upload, target)
-        job.params["source"]["path"] = str(target)
-        Job.objects.filter(pk=job.pk).update(params=job.params)
+        uploadfiles.keep_in_job(job, {"path": (jobfiles.PRETRAINED_UPLOAD, upload)})
 
     source = {"type": "upload", "file_name": upload.name, "network": network}
     return services.submit(owner, KIND, name, _params(owner, source), dict(RESOURCES), group=group, notes=notes,

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from datasets import uploads
-from inference import trained
+from inference import snapshot_requests
+from jobs import uploadfiles
 from jobs.models import Job
 from training.modeljobs import models
 from training.services import pretrained_info
@@ -26,7 +25,7 @@ from .forms import UploadForm
 def new_pretrained(request: HttpRequest) -> HttpResponse:
     form = UploadForm(request.POST or None, request.FILES or None)
     if getattr(request, "upload_too_large", False):
-        form.add_error(None, uploads.too_large_message())
+        form.add_error(None, uploadfiles.too_large_message())
     elif request.method == "POST" and form.is_valid():
         job = form.submit(request.user)
         return redirect("job", job.pk)
@@ -36,13 +35,7 @@ def new_pretrained(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def from_snapshot(request: HttpRequest, model_id: int) -> HttpResponse:
-    model = trained.model_or_404(model_id)
-    try:
-        job = services.from_snapshot(request.user, model, request.POST.get("snapshot", ""))
-    except trained.Unusable as exc:
-        messages.error(request, str(exc))
-        return redirect("job", model.pk)
-    return redirect("job", job.pk)
+    return snapshot_requests.from_page(request, model_id, services.from_snapshot)
 
 
 def page_context(job: Job) -> dict[str, Any]:

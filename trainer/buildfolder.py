@@ -5,14 +5,13 @@ removes them."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from trainer.datastore import replace_folder
+from trainer.jobmain import removed_on_abort
 
 
 @contextmanager
@@ -20,19 +19,12 @@ def building(final: Path) -> Iterator[Path]:
     """The folder to build ``final`` in; moved into ``final`` (kept files
     there that the build does not write stay) when the block ends well."""
     work = final.with_name(f"{final.name}.partial")
-
-    def stop(signum: int, frame: object) -> None:
-        """Aborted: remove the unfinished files at once and go."""
+    with removed_on_abort(work):
         shutil.rmtree(work, ignore_errors=True)
-        os._exit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
-    try:
-        yield work
-        final.mkdir(exist_ok=True)
-        replace_folder(work, final)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        signal.signal(signal.SIGTERM, previous)
+        work.mkdir()
+        try:
+            yield work
+            final.mkdir(exist_ok=True)
+            replace_folder(work, final)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)

@@ -18,8 +18,6 @@ import json
 import multiprocessing
 import os
 import random
-import shutil
-import signal
 import sys
 import time
 from collections import Counter, defaultdict
@@ -33,13 +31,14 @@ from PIL import Image
 from . import diskspace, eventkinds, events, jobfiles
 from .archives import ArchiveError, Entry, Limits, MemberReader, list_members
 from .build_pool import MeanSums, decode_batch, init_worker
+from .buildfolder import building
 from .children import fork_pool
 from .dataset_sources import SPLITS, ClassFiles, SourceError, archive_classes, folder_classes, inside
-from .datastore import EncodedSplitWriter, RawSplitWriter, images_file, replace_folder
+from .datastore import EncodedSplitWriter, RawSplitWriter, images_file
+from .jobmain import failed, finished, job_config
 
 PROGRESS_EVERY_SECONDS = 0.5
 TASKS_PER_BATCH = 32  # images a pool process is sent at a time
-PARTIAL = f"{jobfiles.DATASET}.partial"  # the dataset while it is built
 UNCOMPRESSED_ARCHIVE = "archive.tar"  # a compressed tar's uncompressed copy, read in place by the pool
 
 
@@ -211,7 +210,7 @@ class Progress:
         rate = done / max(now - self.start, 1e-9)
         eta = (self.total - done) / rate if rate else None
         events.append(self.job_dir, eventkinds.PROGRESS, {"progress": done / self.total if self.total else 1.0, "done": done,
-                                                          "total": self.total, "rate": rate, "eta": eta})
+                                                 "total": self.total, "rate": rate, "eta": eta})
 
 
 def _plan(config: dict[str, Any], partial: Path, roots: list[Path]) -> tuple[Plan, MemberReader | None]:
@@ -236,11 +235,9 @@ def _plan(config: dict[str, Any], partial: Path, roots: list[Path]) -> tuple[Pla
     return plan_lists(source, config, roots), None
 
 
-def build(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
+def build(config: dict[str, Any], job_dir: Path, partial: Path) -> dict[str, Any]:
+    """Build the dataset into the empty folder ``partial``; its manifest."""
     started = time.monotonic()
-    partial, final = job_dir / PARTIAL, job_dir / jobfiles.DATASET
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
     roots = [Path(r).resolve() for r in config.get("roots", [])]
     plan, archive = _plan(config, partial, roots)
     for warning in plan.warnings:
@@ -297,10 +294,10 @@ def build(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
         raise BuildError(f"None of the {len(plan.items)} files could be used as an image; see the skipped-file report.")
     mean_sum = mean.total() if mean is not None else None
     images_sha256 = {images_file(split, config["encoding"]): checksums[split].hexdigest() for split in SPLITS}
-    return _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, images_sha256, started)
+    return _finish(config, partial, plan, counts, skipped, mean_sum, images_sha256, started)
 
 
-def _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, images_sha256, started) -> dict[str, Any]:
+def _finish(config, partial, plan, counts, skipped, mean_sum, images_sha256, started) -> dict[str, Any]:
     (partial / UNCOMPRESSED_ARCHIVE).unlink(missing_ok=True)
     (partial / "labels.txt").write_text("".join(f"{name}\n" for name in plan.classes), encoding="utf-8")
     mean_file = None
@@ -332,8 +329,6 @@ def _finish(config, job_dir, partial, final, plan, counts, skipped, mean_sum, im
                                                                 if p.name in images_sha256 else {"sha256": sha256(p)})}
                          for p in sorted(partial.iterdir()) if p.is_file()}
     (partial / jobfiles.MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
-    final.mkdir(exist_ok=True)
-    replace_folder(partial, final)
     return manifest
 
 
@@ -347,42 +342,22 @@ def remove_upload(config: dict[str, Any]) -> None:
         Path(source["path"]).unlink(missing_ok=True)
 
 
-def fail(job_dir: Path, partial: Path, message: str) -> int:
-    """Report the build's failure as its error, once the unfinished dataset
-    is gone (so a full disk has room for the message again)."""
-    shutil.rmtree(partial, ignore_errors=True)
-    events.append(job_dir, eventkinds.ERROR, {"message": message})
-    print(f"error: {message}", flush=True)
-    return 1
-
-
 def main(config_path: str) -> int:
-    job_dir = Path(config_path).parent
-    config = json.loads(Path(config_path).read_text())
-    partial = job_dir / PARTIAL
-
-    def stop(signum: int, frame: object) -> None:
-        """Aborted: remove the unfinished dataset at once and go (the pool's processes get the same signal)."""
-        shutil.rmtree(partial, ignore_errors=True)
-        os._exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, stop)
-    try:
-        manifest = build(config, job_dir)
+    job_dir, config = job_config(config_path)
+    try:  # the unfinished dataset is gone before a failure is reported: a full disk has room for the message again
+        with building(job_dir / jobfiles.DATASET) as partial:
+            manifest = build(config, job_dir, partial)
     except BuildError as exc:
-        return fail(job_dir, partial, str(exc))
+        return failed(job_dir, str(exc))
     except Exception as exc:
         if not diskspace.is_full(exc):
             raise
-        return fail(job_dir, partial, diskspace.full_message(job_dir))
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
+        return failed(job_dir, diskspace.full_message(job_dir))
     remove_upload(config)
     counts = {s: manifest["splits"][s]["count"] for s in SPLITS}
-    events.append(job_dir, eventkinds.RESULT, {"counts": counts, "classes": len(manifest["classes"]),
-                                               "skipped": manifest["skipped"]["total"], "seconds": manifest["seconds"]})
-    print(f"done: {counts} in {manifest['seconds']:.1f} s, {manifest['skipped']['total']} file(s) skipped", flush=True)
-    return 0
+    return finished(job_dir, {"counts": counts, "classes": len(manifest["classes"]),
+                              "skipped": manifest["skipped"]["total"], "seconds": manifest["seconds"]},
+                    f"{counts} in {manifest['seconds']:.1f} s, {manifest['skipped']['total']} file(s) skipped")
 
 
 if __name__ == "__main__":

@@ -7,15 +7,14 @@ GPUs (or CPU) work and how fast they are. Config: ``{"seconds": float,
 final ``result`` event; a leased GPU it cannot use is an ``error`` event.
 """
 
-import json
 import sys
 import time
-from pathlib import Path
 
 import torch
 
 from . import eventkinds, events
 from .distributed import DeviceError, device_for
+from .jobmain import finished, job_config
 
 
 def _sync(device: torch.device) -> None:
@@ -24,8 +23,7 @@ def _sync(device: torch.device) -> None:
 
 
 def main(config_path: str) -> int:
-    job_dir = Path(config_path).parent
-    config = json.loads(Path(config_path).read_text())
+    job_dir, config = job_config(config_path)
     seconds, size = float(config["seconds"]), int(config["size"])
     if seconds <= 0 or size <= 0:
         events.append(job_dir, eventkinds.ERROR, {"message": f"seconds and size must be positive, got {seconds} and {size}"})
@@ -57,9 +55,8 @@ def main(config_path: str) -> int:
     _sync(device)
     total = time.perf_counter() - start
     gflops = flops_per_matmul * matmuls / total / 1e9
-    events.append(job_dir, eventkinds.RESULT, {"device": name, "gflops": gflops, "matmuls": matmuls, "seconds": total})
-    print(f"done: {matmuls} matmuls, {gflops:.1f} GFLOP/s on {name}", flush=True)
-    return 0
+    return finished(job_dir, {"device": name, "gflops": gflops, "matmuls": matmuls, "seconds": total},
+                    f"{matmuls} matmuls, {gflops:.1f} GFLOP/s on {name}")
 
 
 if __name__ == "__main__":

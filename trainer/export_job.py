@@ -10,9 +10,6 @@ place. Emits ``progress`` events with the ``stage`` it is at, then a
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +19,7 @@ from trainer.export import FILES, export_archive
 from trainer.inference.errors import InferenceError
 from trainer.inference.model import load_model
 from trainer.jobfiles import MODEL_ARCHIVE
+from trainer.jobmain import failed, finished, job_config, removed_on_abort
 
 
 def stage(job_dir: Path, progress: float, text: str) -> None:
@@ -40,26 +38,15 @@ def export(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:
 
 
 def main(config_path: str) -> int:
-    job_dir = Path(config_path).parent
-    config = json.loads(Path(config_path).read_text())
+    job_dir, config = job_config(config_path)
     partial = job_dir / f"{MODEL_ARCHIVE}.partial"
-
-    def stop(signum: int, frame: object) -> None:
-        """Aborted: leave no unfinished archive behind."""
-        partial.unlink(missing_ok=True)
-        os._exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, stop)
     try:
-        result = export(config, job_dir)
+        with removed_on_abort(partial):
+            result = export(config, job_dir)
     except InferenceError as exc:
         partial.unlink(missing_ok=True)
-        events.append(job_dir, eventkinds.ERROR, {"message": str(exc)})
-        print(f"error: {exc}", flush=True)
-        return 1
-    events.append(job_dir, eventkinds.RESULT, result)
-    print(f"done: {result['file']}, {result['size']} bytes", flush=True)
-    return 0
+        return failed(job_dir, str(exc))
+    return finished(job_dir, result, f"{result['file']}, {result['size']} bytes")
 
 
 if __name__ == "__main__":

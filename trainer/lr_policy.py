@@ -390,8 +390,3 @@ def parse_batch_schedule(text: str) -> list[list[int]]:
         if earlier == later:
             raise ValueError(f"epoch {later} appears twice in the batch size schedule")
     return schedule
-
-
-def format_batch_schedule(batch_schedule: Iterable[Iterable[int]] | None) -> str:
-    """The form's text for a schedule, the inverse of ``parse_batch_schedule``."""
-    return ", ".join(f"{int(epoch)}:{int(batch)}" for epoch, batch in batch_schedule or [])

@@ -29,6 +29,7 @@ from trainer.buildfolder import building
 from trainer.inference.errors import InferenceError
 from trainer.inference.model import load_model
 from trainer.jobfiles import PRETRAINED, PRETRAINED_INFO, PRETRAINED_WEIGHTS
+from trainer.jobmain import failed, finished, job_config
 from trainer.pretrained import Pretrained, import_pretrained
 
 
@@ -78,22 +79,17 @@ def make(config: dict[str, Any], job_dir: Path, work: Path) -> dict[str, Any]:
 
 
 def main(config_path: str) -> int:
-    job_dir = Path(config_path).parent
-    config = json.loads(Path(config_path).read_text())
+    job_dir, config = job_config(config_path)
     try:
         with building(job_dir / PRETRAINED) as work:
             described = make(config, job_dir, work)
     except InferenceError as exc:
-        events.append(job_dir, eventkinds.ERROR, {"message": str(exc)})
-        print(f"error: {exc}", flush=True)
-        return 1
+        return failed(job_dir, str(exc))
     network = described["network"]
     summary = {"network": network.get("name") or network.get("source"), "classes": len(described["classes"]),
                "channels": described["channels"], "input_size": described["input_size"],
                "parameters": described["parameters"]}
-    events.append(job_dir, eventkinds.RESULT, summary)
-    print(f"done: {summary}", flush=True)
-    return 0
+    return finished(job_dir, summary, str(summary))
 
 
 if __name__ == "__main__":

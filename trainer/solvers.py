@@ -110,7 +110,27 @@ def _trust_ratio(numerator: Tensor, denominator: Tensor, weight_norm: Tensor, up
     return torch.where(usable, numerator / torch.where(usable, denominator, torch.ones_like(denominator)), 1.0)
 
 
-class LARS(torch.optim.Optimizer):
+class _PerParameter(torch.optim.Optimizer):
+    """An optimiser whose ``step`` runs the closure (as torch's do) and then
+    ``update_parameter`` on each parameter that has a gradient."""
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is not None:
+                    self.update_parameter(param, param.grad, group, self.state[param])
+        return loss
+
+    def update_parameter(self, param: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+
+class LARS(_PerParameter):
     """Layer-wise Adaptive Rate Scaling (You, Gitman and Ginsburg 2017, Algorithm 1).
 
     For each weight tensor w with gradient g, the local rate is
@@ -133,38 +153,26 @@ class LARS(torch.optim.Optimizer):
         defaults = {"lr": lr, "momentum": momentum, "weight_decay": weight_decay, "trust_coefficient": trust_coefficient}
         super().__init__(params, defaults)
 
-    @torch.no_grad()
-    def step(self, closure: Callable[[], float] | None = None) -> float | None:
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            lr, momentum = group["lr"], group["momentum"]
-            decay, trust = group["weight_decay"], group["trust_coefficient"]
-            if lr == 0:  # the momentum holds past rates: a group at rate 0 stops here, as with the other solvers
-                continue
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                grad = param.grad
-                if _adapted(param):
-                    weight_norm = torch.linalg.vector_norm(param)
-                    grad_norm = torch.linalg.vector_norm(grad)
-                    local = _trust_ratio(trust * weight_norm, grad_norm + decay * weight_norm, weight_norm, grad_norm)
-                    update = grad.add(param, alpha=decay).mul_(local * lr)
-                else:
-                    update = grad.mul(lr)
-                state = self.state[param]
-                if "momentum_buffer" not in state:
-                    state["momentum_buffer"] = update
-                else:
-                    update = state["momentum_buffer"].mul_(momentum).add_(update)
-                param.sub_(update)
-        return loss
+    def update_parameter(self, param: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        lr, momentum = group["lr"], group["momentum"]
+        decay, trust = group["weight_decay"], group["trust_coefficient"]
+        if lr == 0:  # the momentum holds past rates: a group at rate 0 stops here, as with the other solvers
+            return
+        if _adapted(param):
+            weight_norm = torch.linalg.vector_norm(param)
+            grad_norm = torch.linalg.vector_norm(grad)
+            local = _trust_ratio(trust * weight_norm, grad_norm + decay * weight_norm, weight_norm, grad_norm)
+            update = grad.add(param, alpha=decay).mul_(local * lr)
+        else:
+            update = grad.mul(lr)
+        if "momentum_buffer" not in state:
+            state["momentum_buffer"] = update
+        else:
+            update = state["momentum_buffer"].mul_(momentum).add_(update)
+        param.sub_(update)
 
 
-class LAMB(torch.optim.Optimizer):
+class LAMB(_PerParameter):
     """Layer-wise Adaptive Moments for Batch training (You et al. 2019, Algorithm 2).
 
     Adam's bias-corrected moments give ``r = m_hat / (sqrt(v_hat) + eps) + weight_decay * w``;
@@ -186,39 +194,27 @@ class LAMB(torch.optim.Optimizer):
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
         super().__init__(params, defaults)
 
-    @torch.no_grad()
-    def step(self, closure: Callable[[], float] | None = None) -> float | None:
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            lr, (beta1, beta2) = group["lr"], group["betas"]
-            eps, decay = group["eps"], group["weight_decay"]
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                grad = param.grad
-                state = self.state[param]
-                if not state:
-                    # The step count is a host int: bias corrections need no device read.
-                    state["step"] = 0
-                    state["exp_avg"] = torch.zeros_like(param)
-                    state["exp_avg_sq"] = torch.zeros_like(param)
-                state["step"] += 1
-                step = state["step"]
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                denominator = (exp_avg_sq / (1 - beta2**step)).sqrt_().add_(eps)
-                update = (exp_avg / (1 - beta1**step)).div_(denominator)
-                if _adapted(param):
-                    update.add_(param, alpha=decay)
-                    weight_norm = torch.linalg.vector_norm(param)
-                    update_norm = torch.linalg.vector_norm(update)
-                    ratio = _trust_ratio(weight_norm, update_norm, weight_norm, update_norm)
-                    update.mul_(ratio * lr)
-                else:
-                    update.mul_(lr)
-                param.sub_(update)
-        return loss
+    def update_parameter(self, param: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        lr, (beta1, beta2) = group["lr"], group["betas"]
+        eps, decay = group["eps"], group["weight_decay"]
+        if not state:
+            # The step count is a host int: bias corrections need no device read.
+            state["step"] = 0
+            state["exp_avg"] = torch.zeros_like(param)
+            state["exp_avg_sq"] = torch.zeros_like(param)
+        state["step"] += 1
+        step = state["step"]
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denominator = (exp_avg_sq / (1 - beta2**step)).sqrt_().add_(eps)
+        update = (exp_avg / (1 - beta1**step)).div_(denominator)
+        if _adapted(param):
+            update.add_(param, alpha=decay)
+            weight_norm = torch.linalg.vector_norm(param)
+            update_norm = torch.linalg.vector_norm(update)
+            ratio = _trust_ratio(weight_norm, update_norm, weight_norm, update_norm)
+            update.mul_(ratio * lr)
+        else:
+            update.mul_(lr)
+        param.sub_(update)

@@ -23,9 +23,6 @@ class Slots:
             self._held[user_id] += 1
         return Slot(self, user_id)
 
-    def held(self, user_id: int) -> int:
-        return self._held[user_id]
-
     def _give_back(self, user_id: int) -> None:
         with self._lock:
             self._held[user_id] -= 1

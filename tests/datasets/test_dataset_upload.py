@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from accounts.models import ApiToken
-from datasets.uploads import LimitedTemporaryFileUploadHandler
 from jobs.models import Job, Status
+from jobs.uploadfiles import LimitedTemporaryFileUploadHandler
 from tests.datasetfiles import class_folders
 from tests.jobtools import wait_status
 from tests.processes import start_web, wait_for

@@ -18,7 +18,6 @@ from trainer.lr_policy import (
     curve,
     describe,
     effective_lr,
-    format_batch_schedule,
     lr_at,
     parse_batch_schedule,
     parse_milestones,
@@ -262,8 +261,6 @@ def test_parse_batch_schedule_reads_the_form():
     assert parse_batch_schedule("10:128, 20:256") == [[10, 128], [20, 256]]
     assert parse_batch_schedule(" 20 : 256;\n10:128, ") == [[10, 128], [20, 256]]
     assert parse_batch_schedule("") == [] and parse_batch_schedule("  \n") == []
-    assert parse_batch_schedule(format_batch_schedule([[10, 128], [20, 256]])) == [[10, 128], [20, 256]]
-    assert format_batch_schedule(None) == ""
 
 
 @pytest.mark.parametrize(

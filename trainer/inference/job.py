@@ -43,6 +43,7 @@ from trainer.buildfolder import building
 from trainer.datastore import EncodedSplitWriter, encode
 from trainer.evaluation_files import CSV, IMAGES, OUTPUT, REPORT, RESULTS
 from trainer.imagelists import Entry, ListError, folder_entries, parse_list
+from trainer.jobmain import failed, finished, job_config
 
 from .classify import evaluate_split, logits, top_classes
 from .errors import InferenceError
@@ -64,7 +65,7 @@ class Progress:
         if time.monotonic() - self.last >= PROGRESS_EVERY_SECONDS or done == total:
             self.last = time.monotonic()
             events.append(self.job_dir, eventkinds.PROGRESS, {"progress": done / total if total else 1.0, "done": done,
-                                                              "total": total})
+                                                     "total": total})
 
 
 def _pairs(top: list[dict[str, Any]]) -> list[list[Any]]:
@@ -186,21 +187,16 @@ def run(config: dict[str, Any], job_dir: Path, work: Path) -> dict[str, Any]:
 
 
 def main(config_path: str) -> int:
-    job_dir = Path(config_path).parent
-    config = json.loads(Path(config_path).read_text())
+    job_dir, config = job_config(config_path)
     hostmemory.keep_freed_memory()
     try:
         with building(job_dir / OUTPUT) as work:
             report = run(config, job_dir, work)
     except (InferenceError, ListError, ArchiveError) as exc:
-        events.append(job_dir, eventkinds.ERROR, {"message": str(exc)})
-        print(f"error: {exc}", flush=True)
-        return 1
+        return failed(job_dir, str(exc))
     summary = {key: report[key] for key in ("count", "classified", "unreadable", "labelled", "top1", "top5",
                                             "snapshot", "note")}
-    events.append(job_dir, eventkinds.RESULT, summary)
-    print(f"done: {summary}", flush=True)
-    return 0
+    return finished(job_dir, summary, str(summary))
 
 
 if __name__ == "__main__":

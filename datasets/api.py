@@ -11,9 +11,9 @@ from jobs.jobpaths import in_job_words
 from web.api import BadRequest, api, bad_request_message, error, json_body
 
 from . import store
+from .datasetsettings import public_manifest
 from .folders import OutsideRoots, listing
 from .forms import DatasetForm, defaults, sent_field_errors
-from .shown import public_manifest
 
 
 def _form(request: HttpRequest) -> DatasetForm:

@@ -15,7 +15,7 @@ class DatasetsConfig(AppConfig):
         from web.fieldsfirst import check_fields_first
 
         from . import api, views
-        from .shown import public_params, settings_table
+        from .datasetsettings import public_params, settings_table
         from .store import models_using
 
         register_category(Category("datasets", "Datasets", order=10))

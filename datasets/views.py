@@ -24,9 +24,9 @@ from web.api import error
 from web.files import streamed_asynchronously
 
 from . import sample, store
+from .datasetsettings import applied, public_params
 from .folders import OutsideRoots, allowed, first_file
 from .forms import DatasetForm, sent_field_errors
-from .shown import applied, public_params
 
 PAGE_SIZES = (25, 50, 100, 200)
 SKIPPED_SHOWN = 500

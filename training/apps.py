@@ -17,9 +17,9 @@ class TrainingConfig(AppConfig):
     def ready(self) -> None:
         from .command import train_command
         from .modeljobs import MODEL_KIND
+        from .modelsettings import public_params, settings_table
         from .services import runs_code
-        from .shown import public_params, settings_table
-        from .summary import SPARKLINE
+        from .sparkline import SPARKLINE
         from .views import page_context
 
         register_category(Category("models", "Models", order=20, group_link="compare curves", counted=(MODEL_KIND,)))

@@ -3,7 +3,7 @@ page and the API, and the smaller form of the learning rate preview.
 
 Everything here is torch-free: the learning rate policies and layer lists
 are checked with pure-Python modules, and the trainer's catalogue (standard
-networks, solvers) comes from ``catalog``.
+networks, solvers) comes from ``networkinfo``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from trainer import lr_policy as policies
 from trainer.networks.layerspec import NetworkError, validate_layers
 from trainer.steps import total_steps
 
-from . import catalog, fewsteps, sweeps
+from . import fewsteps, networkinfo, sweeps
 from .modeljobs import MODEL_KIND
 from .services import RUN_CODE, built_dataset, dataset_choices, dataset_classes, pretrained_models, previous_jobs
 
@@ -291,8 +291,8 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
         self.may_run_code = user.has_perm(RUN_CODE)
         self.fields["dataset"].required = True
         self.fields["dataset"].widget.choices = dataset_choices()
-        self.fields["solver"].choices = [(s["name"], s["label"]) for s in catalog.solvers().values()]
-        self.fields["standard_network"].choices = [(n["name"], n["label"]) for n in catalog.networks().values()]
+        self.fields["solver"].choices = [(s["name"], s["label"]) for s in networkinfo.solvers().values()]
+        self.fields["standard_network"].choices = [(n["name"], n["label"]) for n in networkinfo.networks().values()]
         self.previous = previous_jobs()
         self.fields["previous_job"].widget.choices = [("", "Choose a model")] + [(p["id"], p["label"]) for p in self.previous]
         # The page's script narrows these to the chosen model's snapshots.

@@ -20,7 +20,7 @@ from trainer import jobfiles
 from trainer.networks.layerspec import NetworkError, validate_layers
 from web.api import ActionError
 
-from . import catalog, modeljobs, series
+from . import modeljobs, networkinfo, series
 
 RUN_CODE = "training.run_code"
 PRETRAINED_KIND = "pretrained"  # the pretrained app's jobs: weights a new model may be fine-tuned from
@@ -116,7 +116,7 @@ def checked_network(network: Any, user: Any) -> dict[str, Any]:
         raise ValueError("Give the network as an object with its source.")
     source = network.get("source")
     if source == "standard":
-        if network.get("name") not in catalog.networks():
+        if network.get("name") not in networkinfo.networks():
             raise ValueError(f"Unknown standard network {network.get('name')!r}.")
     elif source == "layers":
         try:

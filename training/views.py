@@ -26,7 +26,7 @@ from trainer.tasks import task_of
 from web.api import BadRequest, bad_request_message, error, json_body
 from web.files import streamed_asynchronously
 
-from . import catalog, presets, series, services
+from . import networkinfo, presets, series, services
 from .forms import NewModelForm, ScheduleForm
 from .jsondata import api_data
 
@@ -45,8 +45,8 @@ def _page_data(form: NewModelForm) -> dict[str, Any]:
         "policies": {name: params for name, _label, params in lr_policy.POLICIES},
         "policy_defaults": lr_policy.DEFAULTS,
         "presets": presets.PRESETS,
-        "momentum": [name for name, solver in catalog.solvers().items() if solver["momentum"]],
-        "networks": catalog.networks(),
+        "momentum": [name for name, solver in networkinfo.solvers().items() if solver["momentum"]],
+        "networks": networkinfo.networks(),
         "previous": form.previous,
         "pretrained": [{"id": p["id"], "label": p["label"], "network": p["network"]} for p in form.pretrained_models],
         "may_run_code": form.may_run_code,
@@ -101,12 +101,12 @@ def lr_preview(request: HttpRequest) -> JsonResponse:
 @require_GET
 def customize(request: HttpRequest) -> JsonResponse:
     name = request.GET.get("name", "")
-    known = catalog.networks()
+    known = networkinfo.networks()
     if name not in known:
         return error(f"Unknown standard network {name!r}; known: {', '.join(known)}.", 400)
     try:
-        return JsonResponse(catalog.customize(name))
-    except catalog.Busy as exc:
+        return JsonResponse(networkinfo.customize(name))
+    except networkinfo.Busy as exc:
         return error(str(exc), 429)
 
 
@@ -135,7 +135,7 @@ def visualize(request: HttpRequest) -> JsonResponse:
                                           "images.", 400)
         height = width = crop
     classes = len(info["classes"])
-    answer = catalog.inspect(network, channels, classes, height, width)
+    answer = networkinfo.inspect(network, channels, classes, height, width)
     if not answer.get("ok"):
         return error(answer.get("error") or "The network does not build.", 429 if answer.get("busy") else 400)
     return JsonResponse({"summary": answer["summary"], "input": [channels, height, width], "classes": classes,

@@ -72,7 +72,7 @@ BASELINE = {
 def train(owner, dataset: int, recipe: str, args: argparse.Namespace) -> dict:
     """One model of ``recipe`` (``airbench``: the form's speed-run preset;
     ``baseline``: the settings above); returns its result event."""
-    from trainer import eventkinds, events
+    from trainer import eventkinds, eventlog
     from training.forms import NewModelForm
     from training.jsondata import api_data
     from training.presets import SPEEDRUN
@@ -91,7 +91,7 @@ def train(owner, dataset: int, recipe: str, args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     job = form.submit(owner)[0]
     finished = wait_done(job.pk)
-    result = next(e["data"] for e in reversed(events.read_all(job.folder)) if e["kind"] == eventkinds.RESULT)
+    result = next(e["data"] for e in reversed(eventlog.read_all(job.folder)) if e["kind"] == eventkinds.RESULT)
     print(f"{recipe}: fastnet, {epochs} epochs, batch {fields['batch_size']}, {args.precision}, seed {args.seed}: "
           f"training {result['train_seconds']:.1f} s ({result['images_per_s']:.0f} images/s), "
           f"create → result {finished - start:.1f} s, val (CIFAR-10 test) top-1 {result['final']['val_top1']:.4f}",

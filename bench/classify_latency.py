@@ -115,7 +115,7 @@ def evaluation(owner, model) -> tuple[float, float, int]:
     """In-job images per second (first to last progress event), the whole job's seconds, and its image count."""
     from inference import services
     from jobs.models import Job, Status
-    from trainer import eventkinds, events
+    from trainer import eventkinds, eventlog
 
     start = time.perf_counter()
     job = services.evaluate(owner, model, SPLIT)
@@ -125,7 +125,7 @@ def evaluation(owner, model) -> tuple[float, float, int]:
     job.refresh_from_db()
     if job.status != Status.DONE:
         raise SystemExit(f"the evaluation ended {job.status}: {job.error}")
-    progress = [e for e in events.read_all(job.folder) if e["kind"] == eventkinds.PROGRESS and "done" in e["data"]]
+    progress = [e for e in eventlog.read_all(job.folder) if e["kind"] == eventkinds.PROGRESS and "done" in e["data"]]
     first, last = progress[0], progress[-1]
     if last["t"] <= first["t"]:
         raise SystemExit("the evaluation was too quick to time between progress events: give more --images")

@@ -30,14 +30,14 @@ def run_job(owner, kind: str, name: str, params: dict, count: int) -> dict:
     """Submit a job for ``count`` GPUs and wait for it; its status, error and events."""
     from jobs import services
     from jobs.models import Job, Status
-    from trainer import events
+    from trainer import eventlog
 
     job = services.submit(owner, kind, name, params, {"device": "gpu", "count": count})
     deadline = time.monotonic() + JOB_TIMEOUT_SECONDS
     ended = (Status.DONE, Status.FAILED, Status.ABORTED)
     while (job := Job.objects.get(pk=job.pk)).status not in ended and time.monotonic() < deadline:
         time.sleep(0.5)
-    logged = events.read_all(job.folder)
+    logged = eventlog.read_all(job.folder)
 
     def last(event_kind: str) -> dict:
         return next((e["data"] for e in reversed(logged) if e["kind"] == event_kind), {})

@@ -25,7 +25,7 @@ from stack import ROOT, Stack, report
 def app_latencies(stack: Stack, count: int) -> list[float]:
     from jobs import services
     from jobs.models import Job, Status
-    from trainer import events as eventlog
+    from trainer import eventlog
 
     owner = stack.user()
     worker = stack.start_worker()

@@ -232,8 +232,7 @@ class Trainer(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
-        from trainer import eventkinds
-        from trainer import events as eventlog
+        from trainer import eventkinds, eventlog
 
         step = 0
         while not self.stopped.wait(self.every):
@@ -348,7 +347,7 @@ def main() -> None:
         from jobs import services
         from jobs.models import Job, Status
         from tests.processes import wait_for
-        from trainer import events as eventlog
+        from trainer import eventlog
 
         stack.start_worker()
         users = [User.objects.create_user(f"viewer{i}", password="bench-password-1") for i in range(args.users)]

@@ -3,7 +3,7 @@ with 100 streams open at once?
 
 Opens N Server-Sent Events streams on one job (a separate process, asyncio)
 against the real ASGI web server, publishes events from this process with
-``jobs.events.publish`` (file + Redis stream), and takes each event's arrival
+``jobs.publish.publish`` (file + Redis stream), and takes each event's arrival
 time in each stream. The baseline, in the same run: N plain Redis clients
 blocked on XREAD on the same stream, i.e. the bus without the web app.
 Prints p50 and p95 and the ratio app / plain.
@@ -78,7 +78,7 @@ def run_clients(kind: str, target: dict, clients: int, count: int, ready, result
 
 
 def measure(kind: str, target: dict, job, clients: int, count: int, gap: float) -> list[float]:
-    from jobs.events import publish
+    from jobs.publish import publish
 
     context = multiprocessing.get_context("spawn")
     ready, results = context.Event(), context.Queue()

@@ -5,7 +5,7 @@ A writer appends events to every job's ``events.jsonl`` at once with the
 others, as the trainer, the worker and the web process do, and puts them on
 the bus the way its role does:
 
-- ``publish``: ``jobs.events.publish``, a fresh ``Forwarder`` per event (the
+- ``publish``: ``jobs.publish.publish``, a fresh ``Forwarder`` per event (the
   web process's way);
 - ``late``: its own long-lived ``Forwarder`` per job (the worker's relay),
   which after half of its appends sleeps a random moment before forwarding,
@@ -24,7 +24,7 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class JobRef:
-    """What ``publish`` needs of a job (``jobs.events.JobFolder``)."""
+    """What ``publish`` needs of a job (``jobs.publish.JobFolder``)."""
 
     pk: int
     folder: Path
@@ -45,8 +45,8 @@ def write(role: str, seed: int, plan: list[JobRef], max_delay: float, ready, go,
 
     django.setup()
     from jobs.bus import Forwarder
-    from jobs.events import publish
-    from trainer import events as eventlog
+    from jobs.publish import publish
+    from trainer import eventlog
 
     rng = random.Random(seed)
     forwarders = {job.pk: Forwarder(job.pk, job.folder) for job in {job.pk: job for job in plan}.values()}

@@ -67,7 +67,7 @@ from launched import CIFAR, LaunchedApp, cifar_archive
 from PIL import Image
 from stack import ROOT, machine
 
-from trainer import environment, eventkinds, events, jobfiles
+from trainer import environment, eventkinds, eventlog, jobfiles
 from trainer.train import WARMUP_STEPS
 
 
@@ -263,7 +263,7 @@ def ddp_run(dataset: Path, args: argparse.Namespace, processes: int) -> dict:
                           capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"the trainer with {processes} process(es) failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
-    return next(e["data"] for e in reversed(events.read_all(folder)) if e["kind"] == eventkinds.RESULT)
+    return next(e["data"] for e in reversed(eventlog.read_all(folder)) if e["kind"] == eventkinds.RESULT)
 
 
 def spread(values: list[float]) -> str:

@@ -9,8 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from jobs.models import Job
-from trainer import eventkinds
-from trainer import events as eventlog
+from trainer import eventkinds, eventlog
 
 from .forms import DeviceCheckForm
 

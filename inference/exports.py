@@ -14,8 +14,7 @@ from django.utils.text import get_valid_filename
 
 from jobs import services
 from jobs.models import ACTIVE, Job, Status
-from trainer import eventkinds
-from trainer import events as eventlog
+from trainer import eventkinds, eventlog
 from trainer.jobfiles import MODEL_ARCHIVE
 from training.modeljobs import models
 

@@ -21,8 +21,7 @@ import redis
 import redis.asyncio as aioredis
 from django.conf import settings
 
-from trainer import eventkinds
-from trainer import events as eventlog
+from trainer import eventkinds, eventlog
 
 from . import eventseek
 

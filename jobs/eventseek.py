@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from trainer import events as eventlog
+from trainer import eventlog
 
 CHUNK_BYTES = 64 * 1024
 

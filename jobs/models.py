@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from trainer import eventkinds
 
-from .events import publish
+from .publish import publish
 
 
 class Status(models.TextChoices):

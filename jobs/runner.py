@@ -25,15 +25,14 @@ from django.contrib.auth.models import User
 from django.db.models import F, Q
 from django.utils import timezone
 
-from trainer import diskspace, environment, eventkinds, jobfiles
-from trainer import events as eventlog
+from trainer import diskspace, environment, eventkinds, eventlog, jobfiles
 from trainer.gpus import CUDA_NUMBERING
 
 from . import eventseek, kinds, leases, nodes, permissions, placement
 from .bus import Forwarder
-from .events import publish
 from .logfile import LogTail, tail_lines
 from .models import Job, Status
+from .publish import publish
 from .queue import enqueue
 from .shownpaths import shown
 from .watchdog import Watchdog

@@ -17,8 +17,8 @@ from trainer import eventkinds
 from web.api import ActionError
 
 from . import bus, jobpaths, kinds, permissions, quotas
-from .events import publish
 from .models import ACTIVE, PENDING, Job, JobTransition, Status
+from .publish import publish
 from .queue import enqueue
 
 

@@ -27,7 +27,7 @@ import redis
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 
-from trainer import events as eventlog
+from trainer import eventlog
 from web.api import error
 
 from . import bus, eventseek, resources

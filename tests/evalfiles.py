@@ -21,7 +21,7 @@ from inference import services
 from inference.forms import EvaluationForm
 from jobs.models import Job, Status
 from tests.trainfiles import CLASSES, bars, make_dataset, train_config
-from trainer import eventkinds, events, jobfiles
+from trainer import eventkinds, eventlog, jobfiles
 from trainer.distributed import Placement
 from trainer.evaluation_files import OUTPUT, REPORT, RESULTS
 from trainer.inference.job import page_report
@@ -105,7 +105,7 @@ def model_with_snapshot(owner, status=Status.DONE, **sizes) -> Job:
     (model.folder / "checkpoints").mkdir(parents=True)
     (model.folder / jobfiles.CONFIG).write_text(json.dumps(model.params))
     (model.folder / "checkpoints" / "epoch-1.pt").write_bytes(b"weights")
-    events.append(model.folder, eventkinds.SNAPSHOT, {"step": 10, "epoch": 1.0, "file": "checkpoints/epoch-1.pt", "best": True})
+    eventlog.append(model.folder, eventkinds.SNAPSHOT, {"step": 10, "epoch": 1.0, "file": "checkpoints/epoch-1.pt", "best": True})
     return model
 
 

@@ -8,8 +8,7 @@ from pathlib import Path
 from jobs import services
 from jobs.models import Job, Status
 from tests.processes import wait_for
-from trainer import eventkinds
-from trainer import events as eventlog
+from trainer import eventkinds, eventlog
 
 
 def submit_sleep(owner, steps: int = 5, step_seconds: float = 0.1, name: str = "sleeper", **params) -> Job:

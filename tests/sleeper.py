@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from trainer import eventkinds, events
+from trainer import eventkinds, eventlog
 
 
 def main(config_path: str) -> int:
@@ -25,12 +25,12 @@ def main(config_path: str) -> int:
     config = json.loads(Path(config_path).read_text())
     if config.get("ignore_term"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    events.append(job_dir, "started", {"pid": os.getpid(), "t": time.time(), "environment": sorted(os.environ)})
+    eventlog.append(job_dir, "started", {"pid": os.getpid(), "t": time.time(), "environment": sorted(os.environ)})
     steps = int(config.get("steps", 5))
     for step in range(1, steps + 1):
         time.sleep(float(config.get("step_seconds", 0.1)))
         print(f"step {step} of {steps}", flush=True)
-        events.append(job_dir, eventkinds.PROGRESS, {"progress": step / steps, "step": step})
+        eventlog.append(job_dir, eventkinds.PROGRESS, {"progress": step / steps, "step": step})
         if step == config.get("hang_after") and not (job_dir / "hung").exists():
             (job_dir / "hung").touch()
             time.sleep(3600)
@@ -38,7 +38,7 @@ def main(config_path: str) -> int:
         json.loads("{not json")
     code = int(config.get("exit_code", 0))
     if code:
-        events.append(job_dir, eventkinds.ERROR, {"message": f"failed on purpose with code {code}"})
+        eventlog.append(job_dir, eventkinds.ERROR, {"message": f"failed on purpose with code {code}"})
     return code
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from . import diskspace, eventkinds, events, jobfiles
+from . import diskspace, eventkinds, eventlog, jobfiles
 from .archives import ArchiveError, Entry, Limits, MemberReader, list_members
 from .build_pool import MeanSums, decode_batch, init_worker
 from .buildfolder import building
@@ -209,7 +209,7 @@ class Progress:
         self.last = now
         rate = done / max(now - self.start, 1e-9)
         eta = (self.total - done) / rate if rate else None
-        events.append(self.job_dir, eventkinds.PROGRESS, {"progress": done / self.total if self.total else 1.0, "done": done,
+        eventlog.append(self.job_dir, eventkinds.PROGRESS, {"progress": done / self.total if self.total else 1.0, "done": done,
                                                  "total": self.total, "rate": rate, "eta": eta})
 
 
@@ -242,7 +242,7 @@ def build(config: dict[str, Any], job_dir: Path, partial: Path) -> dict[str, Any
     plan, archive = _plan(config, partial, roots)
     for warning in plan.warnings:
         print(f"warning: {warning}", flush=True)
-        events.append(job_dir, eventkinds.WARNING, {"message": warning})
+        eventlog.append(job_dir, eventkinds.WARNING, {"message": warning})
     if not plan.items:
         why = " ".join(plan.warnings) or "the source holds no class folders with files."
         raise BuildError(f"No images to build from: {why}")

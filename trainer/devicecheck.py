@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from . import eventkinds, events
+from . import eventkinds, eventlog
 from .distributed import DeviceError, device_for
 from .jobmain import finished, job_config
 
@@ -26,12 +26,12 @@ def main(config_path: str) -> int:
     job_dir, config = job_config(config_path)
     seconds, size = float(config["seconds"]), int(config["size"])
     if seconds <= 0 or size <= 0:
-        events.append(job_dir, eventkinds.ERROR, {"message": f"seconds and size must be positive, got {seconds} and {size}"})
+        eventlog.append(job_dir, eventkinds.ERROR, {"message": f"seconds and size must be positive, got {seconds} and {size}"})
         return 1
     try:
         device = device_for(config.get("devices", []), 0)
     except DeviceError as exc:
-        events.append(job_dir, eventkinds.ERROR, {"message": str(exc)})
+        eventlog.append(job_dir, eventkinds.ERROR, {"message": str(exc)})
         print(exc, file=sys.stderr, flush=True)
         return 1
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
@@ -50,7 +50,7 @@ def main(config_path: str) -> int:
             _sync(device)
             last_report = time.perf_counter()
             rate = flops_per_matmul * matmuls / (last_report - start) / 1e9
-            events.append(job_dir, eventkinds.PROGRESS, {"progress": min(elapsed / seconds, 1.0), "gflops": rate})
+            eventlog.append(job_dir, eventkinds.PROGRESS, {"progress": min(elapsed / seconds, 1.0), "gflops": rate})
             print(f"{elapsed:6.1f} s  {rate:10.1f} GFLOP/s", flush=True)
     _sync(device)
     total = time.perf_counter() - start

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainer import eventkinds, events
+from trainer import eventkinds, eventlog
 from trainer.export import FILES, export_archive
 from trainer.inference.errors import InferenceError
 from trainer.inference.model import load_model
@@ -24,7 +24,7 @@ from trainer.jobmain import failed, finished, job_config, removed_on_abort
 
 def stage(job_dir: Path, progress: float, text: str) -> None:
     print(text, flush=True)
-    events.append(job_dir, eventkinds.PROGRESS, {"progress": progress, "stage": text})
+    eventlog.append(job_dir, eventkinds.PROGRESS, {"progress": progress, "stage": text})
 
 
 def export(config: dict[str, Any], job_dir: Path) -> dict[str, Any]:

@@ -8,7 +8,7 @@ Django, so both sides use it.
 ::
 
     config.json             the job's params, written by the worker
-    events.jsonl            the event log (``trainer.events``)
+    events.jsonl            the event log (``trainer.eventlog``)
     log.txt                 the process's output
     log-node-N.txt          the output of node N of a job over several machines (``node_log``)
     network.json            the network's layer table

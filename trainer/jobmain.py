@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from trainer import eventkinds, events
+from trainer import eventkinds, eventlog
 
 
 def job_config(config_path: str) -> tuple[Path, dict[str, Any]]:
@@ -44,13 +44,13 @@ def removed_on_abort(partial: Path) -> Iterator[None]:
 
 def failed(job_dir: Path, message: str) -> int:
     """Report the job's failure; its exit code."""
-    events.append(job_dir, eventkinds.ERROR, {"message": message})
+    eventlog.append(job_dir, eventkinds.ERROR, {"message": message})
     print(f"error: {message}", flush=True)
     return 1
 
 
 def finished(job_dir: Path, result: dict[str, Any], said: str) -> int:
     """Report the job's ``result`` and say ``said`` in its log; its exit code."""
-    events.append(job_dir, eventkinds.RESULT, result)
+    eventlog.append(job_dir, eventkinds.RESULT, result)
     print(f"done: {said}", flush=True)
     return 0

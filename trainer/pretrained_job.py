@@ -24,7 +24,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from trainer import eventkinds, events
+from trainer import eventkinds, eventlog
 from trainer.buildfolder import building
 from trainer.inference.errors import InferenceError
 from trainer.inference.model import load_model
@@ -67,7 +67,7 @@ def info(pretrained: Pretrained, source: dict[str, Any]) -> dict[str, Any]:
 def make(config: dict[str, Any], job_dir: Path, work: Path) -> dict[str, Any]:
     source = config["source"]
     print("reading the weights…", flush=True)
-    events.append(job_dir, eventkinds.PROGRESS, {"progress": 0.1, "stage": "Reading the weights"})
+    eventlog.append(job_dir, eventkinds.PROGRESS, {"progress": 0.1, "stage": "Reading the weights"})
     if source["type"] == "snapshot":
         pretrained = from_snapshot(source)
     else:

@@ -52,7 +52,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from . import averaging, checkpoint, diskspace, eventkinds, events, hostmemory, jobfiles, lr_policy, solvers, telemetry, tta
+from . import averaging, checkpoint, diskspace, eventkinds, eventlog, hostmemory, jobfiles, lr_policy, solvers, telemetry, tta
 from .children import ChildDied
 from .data import STILL_WORKING_SECONDS, Augment, Batches, DatasetInfo, Normalizer, SplitData, load_split
 from .distributed import DeviceError, Placement, exit_process, setup
@@ -304,7 +304,7 @@ class Run:
 
     def emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.place.is_main:
-            events.append(self.job_dir, kind, data)
+            eventlog.append(self.job_dir, kind, data)
 
     def log(self, text: str) -> None:
         if self.place.is_main:
@@ -629,7 +629,7 @@ def _describe_failure(exc: BaseException, config: dict[str, Any], job_dir: Path)
             "and if it fails the same way again, its log shows where.")
 
 
-def report_failure(job_dir: Path, message: str, own: bool, earlier: events.Reader) -> None:
+def report_failure(job_dir: Path, message: str, own: bool, earlier: eventlog.Reader) -> None:
     """Log a process's failure and make it the job's error unless another
     process of the run reported first: a process that fails alone ends the
     others' collectives, and theirs ("connection closed by peer") would hide
@@ -643,7 +643,7 @@ def report_failure(job_dir: Path, message: str, own: bool, earlier: events.Reade
     try:
         print(message, file=sys.stderr, flush=True)
         if (own or rank == 0) and not any(e["kind"] == eventkinds.ERROR for e in earlier.read()):
-            events.append(job_dir, eventkinds.ERROR, {"message": message})
+            eventlog.append(job_dir, eventkinds.ERROR, {"message": message})
     except OSError as exc:
         if not diskspace.is_full(exc):
             raise
@@ -652,7 +652,7 @@ def report_failure(job_dir: Path, message: str, own: bool, earlier: events.Reade
 def main(config_path: str) -> int:
     job_dir = Path(config_path).resolve().parent
     config = json.loads(Path(config_path).read_text())
-    this_run = events.Reader(job_dir)
+    this_run = eventlog.Reader(job_dir)
     this_run.read()  # what earlier runs wrote; errors are looked for after it
     place: Placement | None = None
     runs: list[Run] = []

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from trainer import eventkinds as kinds
-from trainer import events as eventlog
+from trainer import eventlog
 from trainer.linetail import LineTail
 from trainer.tasks import EVERY_SERIES, Task
 

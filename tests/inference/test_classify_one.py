@@ -36,7 +36,7 @@ from tests.inferfiles import bar_images, png, trained_job, untrained_job
 from tests.modelservers import model_server  # noqa: F401  (the fixture)
 from tests.processes import wait_for
 from tests.trainfiles import bars, make_dataset, train_config
-from trainer import eventkinds, events, jobfiles, modelclient
+from trainer import eventkinds, eventlog, jobfiles, modelclient
 
 LENET_PARAMS = 431_080 - 6 * 501  # 10 classes in the reference count, 4 here
 RESNET18_PARAMS = 11_689_512 - 64 * 2 * 7 * 7 - 512 * 996 - 996  # torchvision's, for 1 channel and 4 classes
@@ -78,7 +78,7 @@ def resnet(alice) -> Job:
     point_at_dataset(model)
     checkpoints = model.folder / jobfiles.CHECKPOINTS
     shutil.copyfile(checkpoints / jobfiles.LAST, checkpoints / jobfiles.BEST)
-    events.append(model.folder, eventkinds.RESULT, {"epochs": 1})
+    eventlog.append(model.folder, eventkinds.RESULT, {"epochs": 1})
     return model
 
 
@@ -96,7 +96,7 @@ def resnet64(alice) -> Job:
     untrained_job(model.folder, folder, "resnet18")
     checkpoints = model.folder / jobfiles.CHECKPOINTS
     shutil.copyfile(checkpoints / jobfiles.LAST, checkpoints / jobfiles.BEST)
-    events.append(model.folder, eventkinds.RESULT, {"epochs": 1})
+    eventlog.append(model.folder, eventkinds.RESULT, {"epochs": 1})
     return model
 
 
@@ -173,8 +173,8 @@ def test_a_model_still_training_uses_its_newest_snapshot_and_says_so(alice, mode
     model = model_job(alice, status=Status.RUNNING)
     shutil.copytree(trained_lenet, model.folder)
     point_at_dataset(model)
-    lines = (model.folder / events.FILENAME).read_text().splitlines()
-    (model.folder / events.FILENAME).write_text("".join(f"{line}\n" for line in lines if '"kind":"result"' not in line))
+    lines = (model.folder / eventlog.FILENAME).read_text().splitlines()
+    (model.folder / eventlog.FILENAME).write_text("".join(f"{line}\n" for line in lines if '"kind":"result"' not in line))
     newest = max((model.folder / jobfiles.CHECKPOINTS).glob("*.pt"), key=lambda path: path.stat().st_mtime)
     answer = upload(signed_in(alice), model, bar_images(1)[0][0]).json()
     assert "still training" in answer["note"] and answer["snapshot"] == newest.name

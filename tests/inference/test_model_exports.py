@@ -24,7 +24,7 @@ from tests.evalfiles import CPU, dataset_job, model_with_snapshot, trained_model
 from tests.inferfiles import bar_images
 from tests.jobtools import events_of, wait_status
 from tests.trainfiles import train_config
-from trainer import eventkinds, events, jobfiles
+from trainer import eventkinds, eventlog, jobfiles
 from trainer.export import FILES
 from trainer.inference import classify, load_model, logits, preprocess
 from trainer.train import Run
@@ -143,7 +143,8 @@ def test_exports_of_what_is_not_there_are_refused_and_create_nothing(alice, clie
     (model.folder / "config.json").write_text(json.dumps(model.params))
     assert refused(model.pk, "")["errors"]["model"] == ["The model has no snapshot yet."]
     (model.folder / "checkpoints" / "epoch-1.pt").write_bytes(b"weights")
-    events.append(model.folder, eventkinds.SNAPSHOT, {"step": 10, "epoch": 1.0, "file": "checkpoints/epoch-1.pt", "best": False})
+    eventlog.append(model.folder, eventkinds.SNAPSHOT,
+                    {"step": 10, "epoch": 1.0, "file": "checkpoints/epoch-1.pt", "best": False})
     assert refused(model.pk, "epoch-3.pt")["errors"]["snapshot"] == [
         "The model has no snapshot 'epoch-3.pt' (any more); it has epoch-1.pt."]
     assert refused(model.pk, "../../config.json")["errors"]["snapshot"]

@@ -17,8 +17,7 @@ from tests.datasetfiles import class_folders
 from tests.jobtools import events_of, submit_sleep, wait_status
 from tests.processes import wait_for
 from tests.training.test_training_runs import dataset_job, submit_model
-from trainer import checkpoint, jobfiles
-from trainer import events as eventlog
+from trainer import checkpoint, eventlog, jobfiles
 from trainer.tasks import task_of
 from training import series
 

@@ -13,7 +13,7 @@ from django.test import Client
 from jobs import bus, eventseek, sse
 from jobs.bus import Forwarder, client, encode, job_stream
 from jobs.models import Job, Status
-from trainer import events as eventlog
+from trainer import eventlog
 
 EVENTS = 250_000
 BOUND = 2 * 1024 * 1024  # bytes a page or a resumed stream may read; the file holds over 30 MiB

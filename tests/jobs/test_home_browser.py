@@ -85,7 +85,7 @@ def test_the_tabs_keep_to_one_line_and_the_models_tab_counts_only_models(page):
 def test_a_kinds_rows_draw_the_sparkline_its_registration_names_and_extend_it_live(page):
     from playwright.sync_api import expect
 
-    from jobs.events import publish
+    from jobs.publish import publish
 
     sign_up(page, "ada")
     job = Job.objects.create(kind="probe", name="lined", owner=User.objects.get(username="ada"),

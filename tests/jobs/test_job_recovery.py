@@ -23,7 +23,7 @@ from tests.jobtools import (
 )
 from tests.processes import wait_for
 from tests.sseclient import SSEClient
-from trainer import events as eventlog
+from trainer import eventlog
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ from tests.jobtools import (
     wait_status,
 )
 from tests.processes import wait_for
-from trainer import events as eventlog
+from trainer import eventlog
 
 
 def test_a_job_runs_to_done_and_its_events_arrive_in_order(alice, worker):

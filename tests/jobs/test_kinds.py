@@ -15,7 +15,7 @@ from jobs import groups, kinds, services
 from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.jobtools import wait_status
-from trainer import events as eventlog
+from trainer import eventlog
 
 
 def post_json(client, url, body):

@@ -5,8 +5,8 @@ import httpx
 import pytest
 
 from accounts.models import ApiToken
-from jobs.events import publish
 from jobs.models import Status
+from jobs.publish import publish
 from tests.jobtools import all_events_of_ended, submit_sleep, wait_status
 from tests.processes import wait_for
 from tests.sseclient import SSEClient

@@ -23,7 +23,7 @@ from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.evalfiles import dataset_job, trained_model
 from tests.jobtools import wait_status
-from trainer import events, jobfiles, pretrained_job
+from trainer import eventlog, jobfiles, pretrained_job
 
 TIMEOUT = 240
 
@@ -139,7 +139,7 @@ def run_job(owner, data: bytes, network: str) -> Job:
     code = pretrained_job.main(str(job.folder / jobfiles.CONFIG))
     assert code == 1
     assert not (job.folder / jobfiles.PRETRAINED).exists() and not (job.folder / "pretrained.partial").exists()
-    errors = [e["data"]["message"] for e in events.read_all(job.folder) if e["kind"] == "error"]
+    errors = [e["data"]["message"] for e in eventlog.read_all(job.folder) if e["kind"] == "error"]
     return errors[-1]
 
 

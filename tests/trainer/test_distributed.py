@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer import events, jobfiles
+from trainer import eventlog, jobfiles
 from trainer.distributed import DeviceError, device_for, runs_on
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +75,6 @@ def test_the_device_check_fails_on_a_gpu_it_cannot_use(tmp_path):
     ended = subprocess.run([sys.executable, "-m", "trainer.devicecheck", jobfiles.CONFIG], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=120)
     assert ended.returncode == 1, ended.stdout + ended.stderr
-    errors = [e["data"]["message"] for e in events.read_all(tmp_path) if e["kind"] == "error"]
+    errors = [e["data"]["message"] for e in eventlog.read_all(tmp_path) if e["kind"] == "error"]
     assert errors and "The job leased gpu0 but cannot use it" in errors[0]
-    assert not [e for e in events.read_all(tmp_path) if e["kind"] == "result"]
+    assert not [e for e in eventlog.read_all(tmp_path) if e["kind"] == "result"]

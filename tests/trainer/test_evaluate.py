@@ -19,7 +19,7 @@ from trainer import jobfiles
 from trainer.data import DatasetInfo, SplitData, StreamingSplit, load_split
 from trainer.datastore import SplitReader
 from trainer.evaluation_files import IMAGES
-from trainer.events import read_all
+from trainer.eventlog import read_all
 from trainer.imagelists import Entry
 from trainer.inference import evaluate, evaluate_split, load_model
 from trainer.inference import job as inference_job

@@ -5,12 +5,12 @@ import multiprocessing
 import pytest
 
 from jobs.logfile import TAIL_BYTES, LogTail, tail_lines
-from trainer import events, jobfiles
+from trainer import eventlog, jobfiles
 
 
 def _append_many(job_dir, writer, count):
     for i in range(count):
-        events.append(job_dir, "tick", {"writer": writer, "i": i})
+        eventlog.append(job_dir, "tick", {"writer": writer, "i": i})
 
 
 def test_concurrent_writers_get_gapless_sequence_numbers(tmp_path):
@@ -20,16 +20,16 @@ def test_concurrent_writers_get_gapless_sequence_numbers(tmp_path):
         process.start()
     for process in writers:
         process.join(60)
-    found = events.read_all(tmp_path)
+    found = eventlog.read_all(tmp_path)
     assert [e["seq"] for e in found] == list(range(1, 801))
     for w in range(4):
         assert [e["data"]["i"] for e in found if e["data"]["writer"] == w] == list(range(200))
 
 
 def test_the_reader_returns_only_new_complete_lines(tmp_path):
-    reader = events.Reader(tmp_path)
+    reader = eventlog.Reader(tmp_path)
     assert reader.read() == []  # no file yet
-    events.append(tmp_path, "a", {})
+    eventlog.append(tmp_path, "a", {})
     assert [e["kind"] for e in reader.read()] == ["a"]
     with open(tmp_path / jobfiles.EVENTS, "ab") as handle:
         handle.write(b'{"seq":2,"t":0,"kind":"b","da')  # a writer half-way through a line
@@ -41,13 +41,13 @@ def test_the_reader_returns_only_new_complete_lines(tmp_path):
 
 def test_reading_after_a_sequence_number(tmp_path):
     for kind in "abcd":
-        events.append(tmp_path, kind, {})
-    assert [e["kind"] for e in events.read_all(tmp_path, after_seq=2)] == ["c", "d"]
+        eventlog.append(tmp_path, kind, {})
+    assert [e["kind"] for e in eventlog.read_all(tmp_path, after_seq=2)] == ["c", "d"]
 
 
 def test_sequence_numbers_continue_past_long_events(tmp_path):
-    events.append(tmp_path, "big", {"blob": "x" * 20_000})
-    assert events.append(tmp_path, "next", {})["seq"] == 2
+    eventlog.append(tmp_path, "big", {"blob": "x" * 20_000})
+    assert eventlog.append(tmp_path, "next", {})["seq"] == 2
 
 
 def test_log_tail_follows_complete_lines_and_survives_bad_bytes(tmp_path):

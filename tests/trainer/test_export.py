@@ -23,7 +23,7 @@ from safetensors.torch import load as safetensors_load
 
 from tests.inferfiles import CPU, bar_images, png, trained_job, untrained_job
 from tests.trainfiles import make_dataset, train_config
-from trainer import events
+from trainer import eventlog
 from trainer.export import FILES, export_archive
 from trainer.inference import InferenceError, classify, load_model, logits, preprocess
 from trainer.pretrained import import_pretrained
@@ -142,7 +142,7 @@ def test_an_archive_comes_back_as_pretrained_weights_and_fine_tunes(tmp_path, le
               "job_id": 3, "devices": ["cpu0"]}
     (tmp_path / "tuned").mkdir()
     result = Run(config, tmp_path / "tuned", CPU).train()
-    trained = [e["data"] for e in events.read_all(lenet_job) if e["kind"] == "result"][-1]
+    trained = [e["data"] for e in eventlog.read_all(lenet_job) if e["kind"] == "result"][-1]
     assert result["final"]["val_loss"] == pytest.approx(trained["final"]["val_loss"], rel=1e-5), \
         "the pretrained weights, unchanged at a zero learning rate"
 

@@ -12,7 +12,7 @@ import pytest
 from trainer import eventkinds, jobfiles, steps, tasks
 from trainer.linetail import LineTail
 
-SHARED = ("trainer.jobfiles", "trainer.eventkinds", "trainer.steps", "trainer.linetail", "trainer.events", "trainer.tasks")
+SHARED = ("trainer.jobfiles", "trainer.eventkinds", "trainer.steps", "trainer.linetail", "trainer.eventlog", "trainer.tasks")
 
 
 def test_the_shared_modules_load_neither_torch_nor_django():

@@ -17,7 +17,7 @@ import torch
 from tests.processes import wait_for
 from tests.redisserver import free_port
 from tests.trainfiles import make_dataset, train_config
-from trainer import checkpoint, events, jobfiles, lr_policy, solvers
+from trainer import checkpoint, eventlog, jobfiles, lr_policy, solvers
 from trainer import eventkinds as kinds
 from trainer.data import CHUNK_IMAGES, SplitData, StreamingSplit
 from trainer.distributed import Placement
@@ -90,7 +90,7 @@ def rank_pid(launcher: subprocess.Popen, rank: int) -> int:
 
 
 def of_kind(folder: Path, kind: str) -> list[dict]:
-    return [e["data"] for e in events.read_all(folder) if e["kind"] == kind]
+    return [e["data"] for e in eventlog.read_all(folder) if e["kind"] == kind]
 
 
 def log_of(folder: Path) -> str:

@@ -89,7 +89,7 @@ def test_the_model_page_reads_at_a_glance(page, model, tmp_path):
 def test_the_home_page_draws_a_models_train_loss_and_links_its_group(page, model):
     from playwright.sync_api import expect
 
-    from jobs.events import publish
+    from jobs.publish import publish
 
     # The first sends the copied model's own events on, before any page listens.
     publish(model, "progress", {"progress": 1.0, "loss": 1e-3})

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from trainer import eventkinds as kinds
-from trainer import events as eventlog
-from trainer import jobfiles
+from trainer import eventlog, jobfiles
 from trainer.tasks import task_of
 from training import series
 

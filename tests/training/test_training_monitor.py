@@ -15,8 +15,7 @@ from jobs.bus import client as redis_client
 from jobs.models import Job, Status
 from tests.clients import signed_in
 from trainer import eventkinds as kinds
-from trainer import events as eventlog
-from trainer import jobfiles
+from trainer import eventlog, jobfiles
 from web.api import ActionError
 
 PARAMS = {"dataset": 1, "network": {"source": "standard", "name": "lenet"}, "epochs": 5, "lr": 0.01,

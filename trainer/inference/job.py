@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer import eventkinds, events, hostmemory, jobfiles
+from trainer import eventkinds, eventlog, hostmemory, jobfiles
 from trainer.archives import ArchiveError, Limits, extract
 from trainer.buildfolder import building
 from trainer.datastore import EncodedSplitWriter, encode
@@ -64,7 +64,7 @@ class Progress:
     def __call__(self, done: int, total: int) -> None:
         if time.monotonic() - self.last >= PROGRESS_EVERY_SECONDS or done == total:
             self.last = time.monotonic()
-            events.append(self.job_dir, eventkinds.PROGRESS, {"progress": done / total if total else 1.0, "done": done,
+            eventlog.append(self.job_dir, eventkinds.PROGRESS, {"progress": done / total if total else 1.0, "done": done,
                                                      "total": total})
 
 
@@ -181,7 +181,7 @@ def run(config: dict[str, Any], job_dir: Path, work: Path) -> dict[str, Any]:
     report.update(snapshot=loaded.snapshot, note=loaded.note, warnings=warnings, source=source["type"],
                   split=source.get("split"))
     (work / RESULTS).write_text(json.dumps({"rows": rows}, separators=(",", ":")))
-    (work / REPORT).write_text(json.dumps(events.finite(report), separators=(",", ":")))
+    (work / REPORT).write_text(json.dumps(eventlog.finite(report), separators=(",", ":")))
     write_csv(work / CSV, rows, loaded.classes)
     return report
 

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainer import checkpoint, eventkinds, events, jobfiles
+from trainer import checkpoint, eventkinds, eventlog, jobfiles
 from trainer.data import DatasetInfo, Normalizer
 from trainer.networks import NetworkError, build
 
@@ -62,7 +62,7 @@ def _is_snapshot(path: Path) -> bool:
 
 
 def _finished(job_dir: Path) -> bool:
-    return any(event["kind"] == eventkinds.RESULT for event in events.read_all(job_dir))
+    return any(event["kind"] == eventkinds.RESULT for event in eventlog.read_all(job_dir))
 
 
 def choose_snapshot(job_dir: Path, name: str | None) -> tuple[Path, str | None]:

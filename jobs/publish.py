@@ -12,8 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any, Protocol
 
-from trainer import diskspace
-from trainer import events as eventlog
+from trainer import diskspace, eventlog
 
 from .bus import Forwarder
 

@@ -14,25 +14,24 @@ An upload that would take its user over their disk quota (``DISK_QUOTA_BYTES``)
 gets 403 the same way: from its declared length, or once it passes the room
 left (a body the size of the small limit is let through to the view, which
 refuses it with the job).
+
+Who the user is and how much room their quota leaves are the apps' to say:
+the project builds the middleware with ``UploadRoom`` hooks
+(``digitslike/asgi.py``), and this module imports no app.
 """
 
 from __future__ import annotations
 
 import json
-from http.cookies import CookieError, SimpleCookie
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.models import User
 from django.template.defaultfilters import filesizeformat
 from django.urls import Resolver404, resolve
-from django.utils.module_loading import import_string
-
-from accounts.middleware import PREFIX as TOKEN_PREFIX
-from accounts.models import ApiToken
-from jobs import quotas
 
 _large_body_urls: set[str] = set()
 # Methods whose requests carry no body: one announced is refused unread.
@@ -48,26 +47,20 @@ class BodyTooLarge(Exception):
     pass
 
 
-def _session_user(session_key: str) -> User | None:
-    store = import_string(f"{settings.SESSION_ENGINE}.SessionStore")(session_key)
-    user_id = store.get(SESSION_KEY)
-    return None if user_id is None else User.objects.filter(pk=user_id, is_active=True).first()
+# The signed-in user a request's headers are of (None: nobody).
+UserOf = Callable[[dict[str, str]], Awaitable[User | None]]
 
 
-async def signed_in_user(headers: dict[str, str]) -> User | None:
-    """The active user the request's API token or session cookie is of."""
-    authorization = headers.get("authorization", "")
-    if authorization.startswith(TOKEN_PREFIX):
-        return await ApiToken.user_for(authorization[len(TOKEN_PREFIX):].strip())
-    try:
-        morsel = SimpleCookie(headers.get("cookie", "")).get(settings.SESSION_COOKIE_NAME)
-    except CookieError:
-        return None
-    return await sync_to_async(_session_user)(morsel.value) if morsel and morsel.value else None
+@dataclass(frozen=True)
+class UploadRoom:
+    """What the limit asks of the apps about an upload: the signed-in user
+    the request is of (None: nobody), the bytes that user uses of their
+    quota ((used, quota), None: no quota), and the message refusing an
+    upload of ``size`` bytes (None: not declared) that does not fit."""
 
-
-async def signed_in(headers: dict[str, str]) -> bool:
-    return await signed_in_user(headers) is not None
+    user_of: UserOf
+    disk_room: Callable[[User], tuple[int, int] | None]
+    no_room_message: Callable[[User, int, int, int | None], str]
 
 
 def _takes_uploads(path: str) -> bool:
@@ -77,16 +70,16 @@ def _takes_uploads(path: str) -> bool:
         return False
 
 
-async def limit_for(scope: dict[str, Any], headers: dict[str, str]) -> tuple[int, tuple[int, str]]:
+async def limit_for(scope: dict[str, Any], headers: dict[str, str], uploads: UploadRoom) -> tuple[int, tuple[int, str]]:
     """The most bytes the request's body may hold, and the refusal (status,
     message) of one that holds more."""
-    if not _takes_uploads(scope["path"]) or (user := await signed_in_user(headers)) is None:
+    if not _takes_uploads(scope["path"]) or (user := await uploads.user_of(headers)) is None:
         return settings.REQUEST_MAX_BYTES, too_large(settings.REQUEST_MAX_BYTES)
-    room = await sync_to_async(quotas.disk_room)(user)
+    room = await sync_to_async(uploads.disk_room)(user)
     if room is not None and room[1] - room[0] < settings.UPLOAD_MAX_BYTES:
         used, quota = room
         return (max(quota - used, settings.REQUEST_MAX_BYTES),
-                (403, quotas.no_room_message(user, used, quota, _declared_length(headers))))
+                (403, uploads.no_room_message(user, used, quota, _declared_length(headers))))
     return settings.UPLOAD_MAX_BYTES, too_large(settings.UPLOAD_MAX_BYTES)
 
 
@@ -122,8 +115,9 @@ async def refuse(scope: dict[str, Any], send: Any, refusal: tuple[int, str]) -> 
 class BodyLimitMiddleware:
     """ASGI middleware around the Django application."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, uploads: UploadRoom) -> None:
         self.app = app
+        self.uploads = uploads
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -138,7 +132,7 @@ class BodyLimitMiddleware:
         elif declared == 0:
             return await self.app(scope, receive, send)
         else:
-            limit, refusal = await limit_for(scope, headers)
+            limit, refusal = await limit_for(scope, headers, self.uploads)
             if declared is not None and declared > limit:
                 return await refuse(scope, send, refusal)
         received = 0

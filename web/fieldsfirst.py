@@ -25,7 +25,7 @@ from django.http import HttpResponse, QueryDict
 from django.urls import Resolver404, resolve
 from django.utils.http import parse_header_parameters
 
-from web.bodylimit import signed_in
+from web.bodylimit import UserOf
 
 # A form's fields are a few kilobytes; a body that has not reached its file by
 # then goes to Django unchecked.
@@ -103,16 +103,18 @@ async def _send_response(send: Any, response: HttpResponse) -> None:
 
 
 class FieldsFirstMiddleware:
-    """ASGI middleware around the Django application."""
+    """ASGI middleware around the Django application; ``user_of`` finds the
+    signed-in user a request's headers are of (None: nobody)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, user_of: UserOf) -> None:
         self.app = app
+        self.user_of = user_of
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         check = _check_for(scope)
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", [])}
         boundary = _boundary(headers) if check else None
-        if check is None or boundary is None or not await signed_in(headers):
+        if check is None or boundary is None or await self.user_of(headers) is None:
             return await self.app(scope, receive, send)
         read: list[dict[str, Any]] = []
         body = b""

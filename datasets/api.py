@@ -9,10 +9,10 @@ from django.http import HttpRequest, JsonResponse, QueryDict
 from jobs import serialize, uploadfiles
 from jobs.jobpaths import in_job_words
 from web.api import BadRequest, api, bad_request_message, error, json_body
+from web.serverfolders import OutsideRoots, listing
 
 from . import store
 from .datasetsettings import public_manifest
-from .folders import OutsideRoots, listing
 from .forms import DatasetForm, defaults, sent_field_errors
 
 

@@ -18,8 +18,7 @@ from jobs.forms import JobFieldsForm
 from jobs.models import Job
 from trainer.archives import ArchiveError, refuse_unless_archive_start
 from trainer.imageio import RESIZE_MODES
-
-from .folders import OutsideRoots, allowed, roots
+from web.serverfolders import OutsideRoots, allowed, roots
 
 SOURCES = [("folder", "Folder on the server"), ("archive", "Upload an archive (zip, tar, tar.gz)"),
            ("lists", "Text lists (path label)")]

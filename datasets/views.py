@@ -22,10 +22,10 @@ from trainer.datastore import png_bytes
 from trainer.imageio import ImageError, load_image, resize
 from web.api import error
 from web.files import streamed_asynchronously
+from web.serverfolders import OutsideRoots, allowed, first_file
 
 from . import sample, store
 from .datasetsettings import applied, public_params
-from .folders import OutsideRoots, allowed, first_file
 from .forms import DatasetForm, sent_field_errors
 
 PAGE_SIZES = (25, 50, 100, 200)

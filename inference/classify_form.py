@@ -17,9 +17,9 @@ from typing import Any
 from django import forms
 
 from datasets import store
-from datasets.folders import OutsideRoots, allowed
 from jobs.models import Job
 from trainer.datastore import png_bytes
+from web.serverfolders import OutsideRoots, allowed
 
 from . import trained
 

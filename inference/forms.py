@@ -11,12 +11,12 @@ from django import forms
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 
-from datasets.folders import OutsideRoots, allowed, roots
 from jobs import uploadfiles
 from jobs.forms import DevicesField, JobFieldsForm
 from jobs.models import Job
 from trainer.archives import ArchiveError, archive_kind
 from trainer.imagelists import ListError, parse_list
+from web.serverfolders import OutsideRoots, allowed, roots
 
 from . import services, trained
 

@@ -13,11 +13,11 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.urls import reverse
 
-from datasets.folders import roots
 from jobs import services
 from jobs.models import Job
 from jobs.permissions import network_refusal
 from training.modeljobs import models
+from web.serverfolders import roots
 
 from . import trained
 from .results import summary

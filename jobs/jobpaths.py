@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
-from datasets.folders import shown as shown_below_roots
+from web.serverfolders import shown as shown_below_roots
 
 
 def map_strings(value: Any, change: Callable[[str], str]) -> Any:

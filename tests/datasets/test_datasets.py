@@ -15,7 +15,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from PIL import Image
 
-from datasets import folders
 from datasets.forms import defaults
 from jobs import kinds
 from jobs.models import Job, Status
@@ -26,6 +25,7 @@ from tests.trainfiles import make_dataset
 from trainer import jobfiles
 from trainer.datastore import SplitReader
 from web import nulbytes
+from web import serverfolders as folders
 
 
 @pytest.fixture

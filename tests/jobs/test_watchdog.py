@@ -29,11 +29,19 @@ def test_a_silent_job_is_not_responding_and_kill_and_resume_runs_it_again(client
     worker_factory("worker", JOB_SILENT_SECONDS="2")
     client.force_login(alice)
     job = submit_sleep(alice, steps=6, step_seconds=0.2, hang_after=2)
+    # With both cores busy the process may also say nothing for 2 s while it
+    # starts, and be reported, then cleared when its first words come: what
+    # this test judges is the silence after it hung.
+    wait_for((job.folder / "hung").exists, timeout=30, what="the job to hang")
+    hung_at = max((e["seq"] for e in events_of(job)), default=0)
     wait_for(lambda: Job.objects.get(pk=job.pk).silent_since, timeout=30, what="the job to be reported silent")
     assert client.get(f"/api/jobs/{job.pk}").json()["silent_since"]
     page = client.get(f"/jobs/{job.pk}/").content.decode()
     assert "Not responding" in page and f"/jobs/{job.pk}/restart" in page
-    assert [e["data"]["since"] is not None for e in events_of(job, "silence")] == [True]
+    # Since it hung: reported, and not cleared again (a report of the start's
+    # silence may be cleared in between, its first words relayed late).
+    reports = [e["data"]["since"] is not None for e in events_of(job, "silence") if e["seq"] > hung_at]
+    assert reports[-1:] == [True], reports
 
     restart = client.post(f"/api/jobs/{job.pk}/restart")
     assert restart.status_code == 202, restart.content

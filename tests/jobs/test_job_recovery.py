@@ -196,9 +196,13 @@ def test_a_job_requeued_to_resume_keeps_its_progress(alice, worker_factory):
     doomed.kill()
 
     worker_factory("rescuer")
-    wait_for(lambda: resumes.transitions.filter(status=Status.QUEUED).count() == 2, timeout=60,
-             what="the job to be requeued")
-    requeued = [e["data"] for e in events_of(resumes, "status") if e["data"]["status"] == "queued"][-1]
+
+    def queued_events():  # the event is written after the transition commits: wait for it, not for the row
+        return [e["data"] for e in events_of(resumes, "status") if e["data"]["status"] == "queued"]
+
+    wait_for(lambda: len(queued_events()) == 2, timeout=60, what="the job to be requeued")
+    requeued = queued_events()[-1]
+    assert "stopped responding" in requeued["message"]
     assert requeued["progress"] >= 0.2, "the bar stays where the run left it, not at 0"
 
 

@@ -63,7 +63,9 @@ def test_the_shared_stream_carries_every_jobs_status_and_progress(alice, worker,
     progress = [e for e in listing.of() if e["data"]["kind"] == "progress"]
     assert progress and all(e["id"] for e in progress)
     assert not [e for e in listing.of() if e["data"]["kind"] == "log"]  # logs stay on the job's own stream
-    assert listing.of("resources")[-1]["data"]["cpu"] == {"free": 1, "total": 1}
+    # resources are sent every RESOURCES_EVERY_SECONDS, not on each status: the slot shows free soon after
+    wait_for(lambda: [e["data"]["cpu"] for e in listing.of("resources")][-1:] == [{"free": 1, "total": 1}], timeout=10,
+             what="the freed CPU slot on the stream")
     listing.close()
 
 

@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404
 from jobs.models import Job
 from trainer import jobfiles
 from trainer.datastore import SplitReader, folder_size
+from trainer.tasks import task_of
 
 SPLITS = ("train", "val", "test")
 
@@ -40,14 +41,14 @@ def skipped(job: Job) -> list[dict[str, Any]]:
 
 
 @lru_cache(maxsize=32)
-def _reader(path: str, split: str, encoding: str, shape: tuple[int, int, int], mtime: float) -> SplitReader:
-    return SplitReader(Path(path), split, encoding, shape)
+def _reader(path: str, split: str, encoding: str, shape: tuple[int, int, int], task: str, mtime: float) -> SplitReader:
+    return SplitReader(Path(path), split, encoding, shape, task_of({"task": task}).targets)
 
 
 def reader(job: Job, split: str, info: dict[str, Any]) -> SplitReader:
     path = folder(job)
     mtime = (path / jobfiles.MANIFEST).stat().st_mtime
-    return _reader(str(path), split, info["encoding"], tuple(info["image_shape"]), mtime)
+    return _reader(str(path), split, info["encoding"], tuple(info["image_shape"]), task_of(info).name, mtime)
 
 
 def disk_size(job: Job) -> int:

@@ -20,6 +20,7 @@ from jobs.models import Job
 from trainer import jobfiles
 from trainer.datastore import png_bytes
 from trainer.imageio import ImageError, load_image, resize
+from trainer.tasks import task_of
 from web.api import error
 from web.files import streamed_asynchronously
 from web.serverfolders import OutsideRoots, allowed, first_file
@@ -163,11 +164,13 @@ def explore(request: HttpRequest, job_id: int) -> HttpResponse:
     size = int(request.GET["size"]) if request.GET.get("size", "").isdigit() and int(request.GET["size"]) in PAGE_SIZES else 50
     reader = store.reader(job, split, info)
     chosen = request.GET.get("class", "")
-    indices = np.arange(len(reader)) if not chosen.isdigit() else np.nonzero(reader.labels == int(chosen))[0]
+    targets = task_of(info).targets
+    indices = np.arange(len(reader)) if not chosen.isdigit() else targets.images_of_class(reader.targets, int(chosen))
     pages = max(1, math.ceil(len(indices) / size))
     page = min(max(1, int(request.GET["page"]) if request.GET.get("page", "").isdigit() else 1), pages)
     shown = indices[(page - 1) * size: page * size]
-    items = [{"index": int(i), "label": info["classes"][int(reader.labels[i])]} for i in shown]
+    items = [{"index": int(i), "label": ", ".join(info["classes"][c] for c in targets.classes_of(reader.targets, int(i)))}
+             for i in shown]
     return render(request, "datasets/explore.html", {
         "job": job, "info": info, "split": split, "splits": splits, "size": size, "sizes": PAGE_SIZES,
         "chosen": chosen, "page": page, "pages": pages, "items": items, "total": len(indices),

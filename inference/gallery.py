@@ -28,7 +28,7 @@ def gallery(model: Job) -> dict[str, Any]:
     split = next((s for s in PREFERRED_SPLITS if counts[s]), None)
     if split is None:
         return {"split": None, "images": []}
-    labels = store.reader(dataset, split, manifest).labels
+    labels = store.reader(dataset, split, manifest).targets  # classify's models are of a task of class labels
     return {"split": split, "images": [
         {"index": i, "label": manifest["classes"][int(labels[i])], "url": reverse("dataset-image", args=[dataset.pk, split, i])}
         for i in _some_of_each_class(labels)]}

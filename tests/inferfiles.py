@@ -17,6 +17,7 @@ from trainer import checkpoint, jobfiles
 from trainer.datastore import RawSplitWriter
 from trainer.distributed import Placement
 from trainer.networks import build
+from trainer.targets import ClassLabels
 from trainer.train import Run
 
 CPU = Placement(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
@@ -77,7 +78,7 @@ def make_square_dataset(folder: Path, per_class: int = 150, size: int = 28, seed
     splits = {}
     for split, count in (("train", per_class * 2), ("val", 40), ("test", 0)):
         labels = np.arange(count) % 2
-        writer = RawSplitWriter(folder, split, (size, size, 1), count)
+        writer = RawSplitWriter(folder, split, (size, size, 1), count, ClassLabels())
         if count:
             images = np.stack([square(bool(label), size, rng)[0] for label in labels])
             with open(writer.path, "r+b") as handle:

@@ -12,6 +12,7 @@ import numpy as np
 
 from trainer import jobfiles
 from trainer.datastore import EncodedSplitWriter, RawSplitWriter, encode
+from trainer.targets import ClassLabels
 
 CLASSES = ("horizontal", "vertical", "diagonal", "antidiagonal")
 
@@ -69,12 +70,12 @@ def make_dataset(folder: Path, per_class: dict[str, int] | None = None, size: in
 def _write_split(folder: Path, split: str, shape: tuple[int, int, int], labels: np.ndarray,
                  images: np.ndarray | None, encoding: str) -> None:
     if encoding != "none":
-        writer = EncodedSplitWriter(folder, split, shape, encoding, 90)
+        writer = EncodedSplitWriter(folder, split, shape, len(labels), ClassLabels(), encoding, 90)
         for label, pixels in zip(labels, images if images is not None else [], strict=True):
             writer.add(encode(pixels, encoding, 90), int(label))
         writer.close()
         return
-    writer = RawSplitWriter(folder, split, shape, len(labels))
+    writer = RawSplitWriter(folder, split, shape, len(labels), ClassLabels())
     if images is not None:
         with open(writer.path, "r+b") as handle:
             handle.seek(writer.header_length)

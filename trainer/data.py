@@ -35,6 +35,7 @@ from . import jobfiles, steps
 from .augment import Augment, Positions, centre_crop, take
 from .children import fork_pool, signals_held, start_child
 from .datastore import SplitReader, decode
+from .tasks import Task, task_of
 
 MEAN_MODES = ("none", "image", "pixel")
 STREAMING_WORKERS = 4
@@ -52,6 +53,7 @@ class DatasetInfo:
     """What a training job needs to know of a dataset (from its manifest)."""
 
     path: Path
+    task: Task
     classes: list[str]
     image_shape: tuple[int, int, int]  # H, W, C
     encoding: str  # none | png | jpeg
@@ -65,6 +67,7 @@ class DatasetInfo:
         mean_file = path / "mean.npy"
         return cls(
             path=path,
+            task=task_of(manifest),
             classes=list(manifest["classes"]),
             image_shape=tuple(manifest["image_shape"]),
             encoding=manifest["encoding"],
@@ -90,13 +93,14 @@ class DatasetInfo:
 
 @dataclass
 class SplitData:
-    """A whole split: ``images`` uint8 N×H×W×C (contiguous), ``labels`` int64 N."""
+    """A whole split: ``images`` uint8 N×H×W×C (contiguous), ``targets`` N×…
+    (its task's, e.g. int64 class indices)."""
 
     images: Tensor
-    labels: Tensor
+    targets: Tensor
 
     def __len__(self) -> int:
-        return len(self.labels)
+        return len(self.targets)
 
     @property
     def image_shape(self) -> tuple[int, int, int]:
@@ -113,7 +117,7 @@ class SplitData:
     def to(self, device: torch.device | str) -> SplitData:
         """The split on ``device``; the images stay uint8 there (a quarter of
         float32's memory), converted to float one batch at a time."""
-        return SplitData(self.images.to(device), self.labels.to(device))
+        return SplitData(self.images.to(device), self.targets.to(device))
 
 
 class StreamingSplit:
@@ -123,10 +127,10 @@ class StreamingSplit:
     def __init__(self, reader: BatchReader, workers: int) -> None:
         self.reader = reader
         self.workers = workers
-        self.labels = torch.from_numpy(reader.labels)
+        self.targets = torch.from_numpy(reader.targets)
 
     def __len__(self) -> int:
-        return len(self.labels)
+        return len(self.targets)
 
     @property
     def image_shape(self) -> tuple[int, int, int]:
@@ -153,11 +157,17 @@ class BatchReader(Dataset):
     def __init__(self, store: SplitReader) -> None:
         self.store = store
         self.shape = store.shape
-        self.labels = store.labels.astype(np.int64)
+        self.targets = _as_batched(store.targets)
 
     def __getitem__(self, positions: Tensor) -> tuple[Tensor, Tensor]:
         chosen = positions.numpy()
-        return torch.from_numpy(self.store.images(chosen)), torch.from_numpy(self.labels[chosen])
+        return torch.from_numpy(self.store.images(chosen)), torch.from_numpy(self.targets[chosen])
+
+
+def _as_batched(targets: np.ndarray) -> np.ndarray:
+    """A split's targets as batches give them: class indices as int64, which
+    the losses take; anything else as stored."""
+    return targets.astype(np.int64) if np.issubdtype(targets.dtype, np.integer) and targets.ndim == 1 else targets
 
 
 def load_split(dataset_dir: Path | str, split: str, budget_bytes: int,
@@ -167,9 +177,9 @@ def load_split(dataset_dir: Path | str, split: str, budget_bytes: int,
     Encoded images are decoded by ``processes`` processes (default: one per
     core this process may use)."""
     info = DatasetInfo.load(dataset_dir)
-    store = SplitReader(info.path, split, info.encoding, info.image_shape)
+    store = SplitReader(info.path, split, info.encoding, info.image_shape, info.task.targets)
     reader = BatchReader(store)
-    count = len(reader.labels)
+    count = len(reader.targets)
     if not count:
         return None
     if count * math.prod(info.image_shape) > budget_bytes:
@@ -178,7 +188,7 @@ def load_split(dataset_dir: Path | str, split: str, budget_bytes: int,
         images = _read_raw(store.path)
     else:
         images = _decode_all(store.path, store.index, info.image_shape, processes or _cpus())
-    return SplitData(torch.from_numpy(images), torch.from_numpy(reader.labels))
+    return SplitData(torch.from_numpy(images), torch.from_numpy(reader.targets))
 
 
 def _cpus() -> int:
@@ -419,11 +429,11 @@ class Batches:
             numbered = numbers[number * size:(number + 1) * size]
             if on_device:
                 x = self._prepare(split.images, chosen, numbered)
-                y = split.labels.index_select(0, chosen)
+                y = split.targets.index_select(0, chosen)
             else:
                 pixels = take(split.images, chosen, None).to(self.device, non_blocking=True)
                 x = self._prepare(pixels, None, numbered)
-                y = split.labels.index_select(0, chosen).to(self.device, non_blocking=True)
+                y = split.targets.index_select(0, chosen).to(self.device, non_blocking=True)
             self.data_wait_seconds += time.perf_counter() - started
             self.index = number + 1
             yield x, y
@@ -441,10 +451,10 @@ class Batches:
             batches = iter(self._loader)
         for number in range(begin, len(self)):
             started = time.perf_counter()
-            pixels, labels = next(batches)
+            pixels, targets = next(batches)
             pixels = pixels.to(self.device, non_blocking=True)
             x = self._prepare(pixels, None, numbers[number * size:(number + 1) * size])
-            y = labels.to(self.device, non_blocking=True)
+            y = targets.to(self.device, non_blocking=True)
             self.data_wait_seconds += time.perf_counter() - started
             self.index = number + 1
             yield x, y

@@ -36,6 +36,7 @@ from .children import fork_pool
 from .dataset_sources import SPLITS, ClassFiles, SourceError, archive_classes, folder_classes, inside
 from .datastore import EncodedSplitWriter, RawSplitWriter, images_file
 from .jobmain import failed, finished, job_config
+from .tasks import task_of
 
 PROGRESS_EVERY_SECONDS = 0.5
 TASKS_PER_BATCH = 32  # images a pool process is sent at a time
@@ -254,8 +255,11 @@ def build(config: dict[str, Any], job_dir: Path, partial: Path) -> dict[str, Any
         slots.append(planned[item.split])
         planned[item.split] += 1
     raw = config["encoding"] == "none"
-    writers = {split: RawSplitWriter(partial, split, shape, planned[split]) if raw else
-               EncodedSplitWriter(partial, split, shape, config["encoding"], config.get("quality", 90)) for split in SPLITS}
+    targets = task_of(config).targets
+    writers = {split: RawSplitWriter(partial, split, shape, planned[split], targets) if raw else
+               EncodedSplitWriter(partial, split, shape, planned[split], targets, config["encoding"],
+                                  config.get("quality", 90))
+               for split in SPLITS}
     checksums = {split: hashlib.sha256() for split in SPLITS}
     skipped = list(plan.skipped)
     progress = Progress(job_dir, len(plan.items))
@@ -314,6 +318,7 @@ def _finish(config, partial, plan, counts, skipped, mean_sum, images_sha256, sta
         skipped_per_class[entry["class"]][entry["split"]] += 1
     manifest = {
         "version": 1,
+        "task": task_of(config).name,
         "options": {k: v for k, v in config.items() if k not in ("job_id", "devices", "roots")},
         "classes": plan.classes,
         "image_shape": [config["height"], config["width"], config["channels"]],

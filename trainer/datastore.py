@@ -7,9 +7,12 @@ Per split, in the dataset folder:
   (memory-mapped when read);
 - encoding ``png`` or ``jpeg``: ``<split>-images.bin`` (the encoded images one
   after another) and ``<split>-index.npy`` (``N×2`` int64 offset and length);
-- always ``<split>-labels.npy`` (``N`` int32 class indices).
+- always the split's targets, in the format of the dataset's task
+  (``trainer.targets``; classification: ``<split>-labels.npy``, ``N`` int32
+  class indices).
 
-The writer streams: memory does not grow with the number of images.
+The writer streams pixels: memory grows with the number of images by their
+targets alone.
 
 The manifest checksums an images file by its images (``images_sha256``):
 the sha256 of the concatenated sha256 digests of each image's stored bytes
@@ -26,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image
+
+from .targets import TargetFormat
 
 NPY_MAGIC = b"\x93NUMPY\x01\x00"
 HEADER_ALIGN = 64
@@ -48,7 +53,8 @@ class RawSplitWriter:
     into its own slot (no pixels through pipes); ``close()`` closes the gaps
     left by skipped files and fixes the count."""
 
-    def __init__(self, folder: Path, split: str, shape: tuple[int, int, int], capacity: int) -> None:
+    def __init__(self, folder: Path, split: str, shape: tuple[int, int, int], capacity: int,
+                 targets: TargetFormat) -> None:
         self.folder, self.split, self.shape, self.capacity = folder, split, shape, capacity
         self.path = folder / images_file(split, "none")
         header = _npy_header((capacity, *shape))
@@ -62,7 +68,7 @@ class RawSplitWriter:
             # with SIGBUS when they write into the mapped slots.
             os.posix_fallocate(handle.fileno(), 0, self.header_length + capacity * self.image_bytes)
         self.valid = np.zeros(capacity, dtype=bool)
-        self.labels = np.zeros(capacity, dtype=np.int32)
+        self.targets = targets.writer(capacity)
 
     @property
     def count(self) -> int:
@@ -72,10 +78,10 @@ class RawSplitWriter:
         """What a writing process needs to open the slots (see ``open_slots``)."""
         return {"path": str(self.path), "offset": self.header_length, "capacity": self.capacity, "shape": self.shape}
 
-    def mark(self, slot: int, label: int) -> None:
-        """The image of ``slot`` has been written."""
+    def mark(self, slot: int, target: object) -> None:
+        """The image of ``slot`` has been written; ``target``: its task's target."""
         self.valid[slot] = True
-        self.labels[slot] = label
+        self.targets.put(slot, target)
 
     def close(self) -> None:
         count = self.count
@@ -90,7 +96,7 @@ class RawSplitWriter:
         with open(self.path, "r+b") as handle:
             handle.write(_npy_header((count, *self.shape), self.header_length))
             handle.truncate(self.header_length + count * self.image_bytes)
-        np.save(self.folder / labels_file(self.split), self.labels[self.valid])
+        self.targets.save(self.folder, self.split, np.flatnonzero(self.valid))
 
 
 def open_slots(slots: dict) -> np.memmap:
@@ -101,31 +107,33 @@ def open_slots(slots: dict) -> np.memmap:
 class EncodedSplitWriter:
     """A split stored as PNG or JPEG images one after another, with an index."""
 
-    def __init__(self, folder: Path, split: str, shape: tuple[int, int, int], encoding: str, quality: int) -> None:
+    def __init__(self, folder: Path, split: str, shape: tuple[int, int, int], capacity: int,
+                 targets: TargetFormat, encoding: str, quality: int) -> None:
         self.folder, self.split, self.shape = folder, split, shape
         self.encoding, self.quality = encoding, quality
         self.count = 0
         self.offset = 0
-        self.labels = open(folder / f"{split}-labels.bin", "wb")
+        self.targets = targets.writer(capacity)
         self.images = open(folder / images_file(split, encoding), "wb")
         self.index = open(folder / f"{split}-index.bin", "wb")
 
-    def add(self, encoded: bytes, label: int) -> None:
+    def add(self, encoded: bytes, target: object) -> None:
+        """The next image, encoded; ``target``: its task's target."""
         self.images.write(encoded)
         self.index.write(struct.pack("<qq", self.offset, len(encoded)))
         self.offset += len(encoded)
-        self.labels.write(struct.pack("<i", label))
+        self.targets.put(self.count, target)
         self.count += 1
 
     def close(self) -> None:
-        for handle in (self.images, self.index, self.labels):
+        for handle in (self.images, self.index):
             handle.close()
         _bin_to_npy(self.folder / f"{self.split}-index.bin", np.int64, (self.count, 2))
-        _bin_to_npy(self.folder / f"{self.split}-labels.bin", np.int32, (self.count,))
+        self.targets.save(self.folder, self.split, np.arange(self.count))
 
 
 def _bin_to_npy(path: Path, dtype: type, shape: tuple[int, ...]) -> None:
-    """Turn a raw little-endian file into a .npy next to it (these are small: labels, index)."""
+    """Turn a raw little-endian file into a .npy next to it (this is small: the index)."""
     array = np.fromfile(path, dtype=np.dtype(dtype).newbyteorder("<")).reshape(shape)
     np.save(path.with_suffix(".npy"), array.astype(dtype))
     path.unlink()
@@ -149,20 +157,17 @@ def index_file(split: str) -> str:
     return f"{split}-index.npy"
 
 
-def labels_file(split: str) -> str:
-    return f"{split}-labels.npy"
-
-
 class SplitReader:
-    """Random access to a split's images (H×W×C uint8) and labels: one image
+    """Random access to a split's images (H×W×C uint8) and targets: one image
     (the gallery) or a batch of positions (the trainer's streamed splits).
     A raw store is memory-mapped lazily, in the process that reads, so a
     reader can be sent to ``DataLoader`` worker processes."""
 
-    def __init__(self, folder: Path, split: str, encoding: str, shape: tuple[int, int, int]) -> None:
+    def __init__(self, folder: Path, split: str, encoding: str, shape: tuple[int, int, int],
+                 targets: TargetFormat) -> None:
         self.folder, self.split, self.encoding, self.shape = folder, split, encoding, shape
         self.path = folder / images_file(split, encoding)
-        self.labels = np.load(folder / labels_file(split))
+        self.targets = targets.read(folder, split)
         self.index = None if encoding == "none" else np.load(folder / index_file(split))
         self._raw: np.ndarray | None = None
 
@@ -170,7 +175,7 @@ class SplitReader:
         return {**self.__dict__, "_raw": None}
 
     def __len__(self) -> int:
-        return len(self.labels)
+        return len(self.targets)
 
     def image(self, i: int) -> np.ndarray:
         return self.images(np.array([i]))[0]

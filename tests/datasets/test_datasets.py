@@ -24,6 +24,7 @@ from tests.jobtools import wait_status
 from tests.trainfiles import make_dataset
 from trainer import jobfiles
 from trainer.datastore import SplitReader
+from trainer.targets import ClassLabels
 from web import nulbytes
 from web import serverfolders as folders
 
@@ -73,9 +74,9 @@ def test_a_server_folder_becomes_a_split_packed_dataset(client, roots, worker):
     assert info["splits"]["test"]["per_class"] == [1, 2, 2]
     folder = job.folder / "dataset"
     assert (folder / "labels.txt").read_text() == "blue\ngreen\nred\n"
-    train = SplitReader(folder, "train", "none", (4, 4, 3))
+    train = SplitReader(folder, "train", "none", (4, 4, 3), ClassLabels())
     for i in range(len(train)):
-        expected = {0: (0, 0, 255), 1: (0, 255, 0), 2: (255, 0, 0)}[int(train.labels[i])]
+        expected = {0: (0, 0, 255), 1: (0, 255, 0), 2: (255, 0, 0)}[int(train.targets[i])]
         assert tuple(train.image(i)[0, 0]) == expected
     mean = np.asarray(Image.open(folder / "mean.png"))
     assert tuple(mean[0, 0]) == (round(255 * 4 / 10), round(255 * 4 / 10), round(255 * 2 / 10))
@@ -107,7 +108,7 @@ def test_png_and_jpeg_stores_read_back(client, roots, worker):
     for encoding in ("png", "jpeg"):
         job = built(create(client, source="folder", train_folder=str(roots / "s"), width=6, height=6,
                            encoding=encoding, val_percent=0, image_type="grayscale").json()["id"])
-        reader = SplitReader(job.folder / "dataset", "train", encoding, (6, 6, 1))
+        reader = SplitReader(job.folder / "dataset", "train", encoding, (6, 6, 1), ClassLabels())
         assert len(reader) == 6
         values = sorted(int(reader.image(i)[3, 3, 0]) for i in range(6))
         assert abs(values[0] - 29) <= 3 and abs(values[-1] - 76) <= 3  # luma of blue and red

@@ -14,6 +14,7 @@ from trainer import data
 from trainer.augment import Augment
 from trainer.data import Batches, DatasetInfo, Normalizer, SplitData, StreamingSplit, load_split
 from trainer.datastore import EncodedSplitWriter, RawSplitWriter, SplitReader, encode, open_slots
+from trainer.targets import ClassLabels
 from trainer.train import INIT_FROM_DATA_IMAGES
 
 SPLITS = ("train", "val", "test")
@@ -30,7 +31,7 @@ def make_dataset(folder: Path, splits: dict[str, np.ndarray], encoding: str, qua
         images = splits.get(split, np.zeros((0, *shape), dtype=np.uint8))
         counts[split] = len(images)
         if encoding == "none":
-            writer = RawSplitWriter(folder, split, shape, len(images))
+            writer = RawSplitWriter(folder, split, shape, len(images), ClassLabels())
             if len(images):
                 slots = open_slots(writer.slots())
                 slots[:] = images
@@ -39,7 +40,7 @@ def make_dataset(folder: Path, splits: dict[str, np.ndarray], encoding: str, qua
             for slot in range(len(images)):
                 writer.mark(slot, slot)
         else:
-            writer = EncodedSplitWriter(folder, split, shape, encoding, quality)
+            writer = EncodedSplitWriter(folder, split, shape, len(images), ClassLabels(), encoding, quality)
             for slot, pixels in enumerate(images):
                 writer.add(encode(pixels, encoding, quality), slot)
         writer.close()
@@ -95,9 +96,9 @@ def test_raw_split_reads_back_exactly(tmp_path):
     folder = make_dataset(tmp_path, {"train": images}, "none")
     split = load_split(folder, "train", MEMORY)
     assert isinstance(split, SplitData)
-    assert split.images.dtype == torch.uint8 and split.labels.dtype == torch.int64
+    assert split.images.dtype == torch.uint8 and split.targets.dtype == torch.int64
     np.testing.assert_array_equal(split.images.numpy(), images)
-    np.testing.assert_array_equal(split.labels.numpy(), np.arange(30))
+    np.testing.assert_array_equal(split.targets.numpy(), np.arange(30))
     assert load_split(folder, "val", MEMORY) is None
 
 
@@ -109,7 +110,7 @@ def test_png_split_reads_back_exactly(tmp_path, processes, shape):
     assert isinstance(split, SplitData)
     assert split.image_shape == shape
     np.testing.assert_array_equal(split.images.numpy(), images)
-    np.testing.assert_array_equal(split.labels.numpy(), np.arange(1100))
+    np.testing.assert_array_equal(split.targets.numpy(), np.arange(1100))
 
 
 def test_jpeg_split_decodes_as_the_store_reader(tmp_path):
@@ -118,7 +119,7 @@ def test_jpeg_split_decodes_as_the_store_reader(tmp_path):
     images = (colours + (rows * 4 + cols * 3)[None, :, :, None]).astype(np.uint8)  # smooth: JPEG keeps it close
     folder = make_dataset(tmp_path, {"train": images}, "jpeg")
     split = load_split(folder, "train", MEMORY, processes=2)
-    reader = SplitReader(folder, "train", "jpeg", (16, 12, 3))
+    reader = SplitReader(folder, "train", "jpeg", (16, 12, 3), ClassLabels())
     np.testing.assert_array_equal(split.images.numpy(), np.stack([reader.image(i) for i in range(40)]))
     assert np.abs(split.images.numpy().astype(int) - images).mean() < 4
 

@@ -25,6 +25,7 @@ from tests.datasetfiles import tar_of
 from trainer import build_pool
 from trainer.dataset_build import TASKS_PER_BATCH, main
 from trainer.datastore import SplitReader
+from trainer.targets import ClassLabels
 
 CONFIG = {"channels": 3, "width": 24, "height": 16, "resize_mode": "half_crop", "val_percent": 25, "test_percent": 10,
           "min_per_class": 1, "max_per_class": None, "encoding": "none", "quality": 90, "seed": 3, "mean": True}
@@ -100,7 +101,7 @@ def test_the_images_checksum_is_that_of_the_stored_images(tmp_path):
     tar_of(folders, tmp_path / "photos.tar")
     job = tmp_path / "job"
     assert run_build(job, {"type": "archive", "path": str(tmp_path / "photos.tar")}, val_percent=0, test_percent=0) == 0
-    reader = SplitReader(job / "dataset", "train", "none", (16, 24, 3))
+    reader = SplitReader(job / "dataset", "train", "none", (16, 24, 3), ClassLabels())
     digests = b"".join(hashlib.sha256(reader.image(i).tobytes()).digest() for i in range(len(reader)))
     assert manifest(job)["files"]["train-images.npy"]["images_sha256"] == hashlib.sha256(digests).hexdigest()
     mean = np.load(job / "dataset" / "mean.npy")
@@ -232,8 +233,8 @@ def test_every_file_is_stored_once_in_order_on_each_side_of_a_batch(tmp_path, pe
     assert TASKS_PER_BATCH == 32 and per_class * 3 + 1 - TASKS_PER_BATCH in (-1, 2)
     folders = photo_folders(tmp_path / "photos", per_class=per_class)
     assert run_build(tmp_path / "pool", {"type": "folder", "train": str(folders)}, val_percent=0, test_percent=0) == 0
-    reader = SplitReader(tmp_path / "pool" / "dataset", "train", "none", (16, 24, 3))
-    assert np.bincount(reader.labels).tolist() == [per_class] * 3
+    reader = SplitReader(tmp_path / "pool" / "dataset", "train", "none", (16, 24, 3), ClassLabels())
+    assert np.bincount(reader.targets).tolist() == [per_class] * 3
     stored = [reader.image(i).tobytes() for i in range(len(reader))]
     assert len(set(stored)) == len(stored)
     assert manifest(tmp_path / "pool")["skipped"]["total"] == 1

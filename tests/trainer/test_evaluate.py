@@ -24,6 +24,7 @@ from trainer.imagelists import Entry
 from trainer.inference import evaluate, evaluate_split, load_model
 from trainer.inference import job as inference_job
 from trainer.inference.report import report
+from trainer.targets import ClassLabels
 
 CLASSES = ["cat", "dog", "fox"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,7 +155,7 @@ def test_files_are_classified_once_each_on_each_side_of_a_batch(tmp_path, model,
     expected = evaluate(loaded, [(Path(entry.path), entry.label) for entry in entries], batch_size=count)
     assert [row["top"][0][0] if row["top"] else None for row in rows] == [
         row["top"][0]["index"] if row["top"] else None for row in expected]
-    assert len(SplitReader(tmp_path / "out", IMAGES, "png", (28, 28, 1))) == count
+    assert len(SplitReader(tmp_path / "out", IMAGES, "png", (28, 28, 1), ClassLabels())) == count
     done = [e["data"]["done"] for e in read_all(tmp_path / "job") if e["kind"] == "progress"]
     assert done == ([64] if count == 64 else [64, 65])
 

@@ -44,6 +44,7 @@ from trainer.datastore import EncodedSplitWriter, encode
 from trainer.evaluation_files import CSV, IMAGES, OUTPUT, REPORT, RESULTS
 from trainer.imagelists import Entry, ListError, folder_entries, parse_list
 from trainer.jobmain import failed, finished, job_config
+from trainer.targets import ClassLabels
 
 from .classify import evaluate_split, logits, top_classes
 from .errors import InferenceError
@@ -74,7 +75,7 @@ def _pairs(top: list[dict[str, Any]]) -> list[list[Any]]:
 
 def split_rows(loaded: Loaded, model_dir: Path, split: str, progress: Progress) -> list[dict[str, Any]]:
     """The rows of the model's own dataset split; ``index`` is the image's place in the split."""
-    dataset_dir = json.loads((model_dir / jobfiles.CONFIG).read_text())["dataset_dir"]
+    dataset_dir = json.loads((model_dir / jobfiles.CONFIG).read_text())[jobfiles.DATASET_DIR_PARAM]
     return [{"index": row["image"], "name": f"{split} #{row['image']}", "label": row["label"],
              "top": _pairs(row["top"]), "error": None}
             for row in evaluate_split(loaded, dataset_dir, split, progress=progress)]
@@ -90,7 +91,7 @@ def file_rows(loaded: Loaded, entries: list[Entry], out: Path, progress: Progres
     """Classify the files in batches, keeping each image as the network got
     it; a file that cannot be used gets its ``error`` and the rest go on."""
     height, width = loaded.image_size
-    store = EncodedSplitWriter(out, IMAGES, (height, width, loaded.channels), "png", 0)
+    store = EncodedSplitWriter(out, IMAGES, (height, width, loaded.channels), len(entries), ClassLabels(), "png", 0)
     rows: list[dict[str, Any]] = []
     for start in range(0, len(entries), BATCH):
         pixels, placed = [], []

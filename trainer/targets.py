@@ -1,0 +1,71 @@
+"""What a dataset stores for each image beside its pixels: the targets its
+task trains towards, in a format the task names (``Task.targets``).
+
+The store (``datastore``) writes a split's targets through the format while
+the build runs and reads them back for the trainer and the gallery. The
+trainer batches a split's targets as one array whose first axis is the
+images (``data.Batches`` selects rows of it, on the device or off it), so a
+format keeps the same shape for every image: one class index; boxes padded to
+the most that any image of the dataset has; a mask image.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+
+class TargetWriter(Protocol):
+    """A split's targets while the build runs: one slot a planned image;
+    ``save`` keeps those of the images stored, in store order."""
+
+    def put(self, slot: int, target: object) -> None: ...
+
+    def save(self, folder: Path, split: str, kept: np.ndarray) -> None: ...
+
+
+class TargetFormat(Protocol):
+    def file(self, split: str) -> str: ...
+
+    def writer(self, capacity: int) -> TargetWriter: ...
+
+    def read(self, folder: Path, split: str) -> np.ndarray: ...
+
+    def images_of_class(self, targets: np.ndarray, index: int) -> np.ndarray: ...
+
+    def classes_of(self, targets: np.ndarray, position: int) -> list[int]: ...
+
+
+class ClassLabels:
+    """One class index an image (int32): ``<split>-labels.npy``."""
+
+    def file(self, split: str) -> str:
+        return f"{split}-labels.npy"
+
+    def writer(self, capacity: int) -> TargetWriter:
+        return _LabelWriter(self, capacity)
+
+    def read(self, folder: Path, split: str) -> np.ndarray:
+        return np.load(folder / self.file(split))
+
+    def images_of_class(self, targets: np.ndarray, index: int) -> np.ndarray:
+        """The positions of the images of class ``index``."""
+        return np.flatnonzero(targets == index)
+
+    def classes_of(self, targets: np.ndarray, position: int) -> list[int]:
+        """The classes an image shows (the gallery names them)."""
+        return [int(targets[position])]
+
+
+class _LabelWriter:
+    def __init__(self, labels: ClassLabels, capacity: int) -> None:
+        self.labels = labels
+        self.values = np.zeros(capacity, dtype=np.int32)
+
+    def put(self, slot: int, target: object) -> None:
+        self.values[slot] = int(target)  # type: ignore[call-overload]
+
+    def save(self, folder: Path, split: str, kept: np.ndarray) -> None:
+        np.save(folder / self.labels.file(split), self.values[kept])

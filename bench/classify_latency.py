@@ -97,12 +97,13 @@ def bare_forward(model, image: bytes, count: int) -> list[float]:
 
 def plain_loop(model, batch: int) -> float:
     """Images per second of a batched loop over the split's stored images, after one warm-up batch."""
+    from trainer import jobfiles
     from trainer.data import load_split
     from trainer.inference import load_model, logits
     from trainer.inference.classify import SPLIT_BUDGET
 
     loaded = load_model(model.folder)
-    data = load_split(model.params["dataset_dir"], SPLIT, SPLIT_BUDGET)
+    data = load_split(model.params[jobfiles.DATASET_DIR_PARAM], SPLIT, SPLIT_BUDGET)
     images, top = data.images, min(5, len(loaded.classes))
     logits(loaded, loaded.normalizer(images[:batch]))
     start = time.perf_counter()

@@ -19,7 +19,7 @@ PROGRESS = "progress"  # {progress (0..1), epoch, loss}
 PERF = "perf"          # see perf(); the warm-up's batches are left out of it
 HARDWARE = "hardware"  # {gpus, cpu_percent, rss_bytes, threads}
 PROFILE = "profile"    # {file, steps, top}
-VAL = "val"            # {step, epoch, loss, top1, top5}
+VAL = "val"            # {step, epoch, loss, <the task's metrics>}: e.g. top1, top5
 LAYERS = "layers"      # {step, epoch, filters, filters_together, layers}: images of the first layer, scaled each or together
 BEST = "best"          # {epoch, step, metric, value, file}
 SNAPSHOT = "snapshot"  # {step, epoch, file, best, metrics, removed}
@@ -46,8 +46,9 @@ def train(step: int, epoch: float, loss: float, lr: float, batch_size: int, imag
             "images_per_s": images_per_s, "data_wait": data_wait}
 
 
-def val(step: int, epoch: float, loss: float, top1: float, top5: float) -> dict[str, Any]:
-    return {"step": step, "epoch": epoch, "loss": loss, "top1": top1, "top5": top5}
+def val(step: int, epoch: float, metrics: dict[str, float]) -> dict[str, Any]:
+    """``metrics``: the loss and the task's metrics (``trainer.tasks``), by field."""
+    return {"step": step, "epoch": epoch, **metrics}
 
 
 def snapshot(step: int, epoch: float, file: str, best: bool, metrics: dict[str, Any],

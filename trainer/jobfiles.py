@@ -69,6 +69,8 @@ PRETRAINED_WEIGHTS = f"{PRETRAINED}/weights.pt"
 PRETRAINED_INFO = f"{PRETRAINED}/info.json"
 
 DATASET = "dataset"
+# The training job's param that holds its dataset's folder (the dataset job's ``dataset/``).
+DATASET_DIR_PARAM = "dataset_dir"
 # In DATASET:
 MANIFEST = "manifest.json"
 SKIPPED = "skipped.json"

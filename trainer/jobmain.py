@@ -19,7 +19,7 @@ from trainer import eventkinds, eventlog
 
 def job_config(config_path: str) -> tuple[Path, dict[str, Any]]:
     """The job folder and the job's config."""
-    return Path(config_path).parent, json.loads(Path(config_path).read_text())
+    return Path(config_path).resolve().parent, json.loads(Path(config_path).read_text())
 
 
 @contextmanager

@@ -49,14 +49,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from . import averaging, checkpoint, diskspace, eventkinds, eventlog, hostmemory, jobfiles, lr_policy, solvers, telemetry, tta
 from .children import ChildDied
 from .data import STILL_WORKING_SECONDS, Augment, Batches, DatasetInfo, Normalizer, SplitData, load_split
 from .distributed import DeviceError, Placement, exit_process, setup
-from .networks import NetworkError, build, summary
+from .jobmain import job_config
+from .networks import NetworkError, summary
+from .tasks import task_of
+from .tasks.training import training_for
 
 REPORT_SECONDS = 0.5     # train events and progress
 HARDWARE_SECONDS = 5.0
@@ -142,11 +144,12 @@ class Run:
 
     def _setup_data(self) -> None:
         config, place = self.config, self.place
-        self.info = DatasetInfo.load(Path(config["dataset_dir"]))
+        dataset_dir = Path(config[jobfiles.DATASET_DIR_PARAM])
+        self.info = DatasetInfo.load(dataset_dir)
         budget = self._data_budget()
         self.splits = {}
         for split in ("train", "val", "test"):  # the training split first: it is read most
-            data = load_split(Path(config["dataset_dir"]), split, budget)
+            data = load_split(dataset_dir, split, budget)
             if isinstance(data, SplitData):
                 budget -= data.images.numel()  # uint8: one byte an element
             elif data is not None:
@@ -191,7 +194,11 @@ class Run:
         config = self.config
         height, width = self.input_size
         classes = len(self.info.classes)
-        model = build(config["network"], self.channels, classes, height, width)
+        try:
+            self.task_training = training_for(task_of(config), classes, config)
+        except ValueError as exc:
+            raise TrainingError(str(exc)) from exc
+        model = self.task_training.build(config["network"], self.channels, classes, height, width)
         self.summary = summary(model, self.channels, height, width)
         pretrained = config.get("pretrained")
         if pretrained:
@@ -212,7 +219,7 @@ class Run:
         # Compiled around DDP, so that its all-reduces overlap the backward
         # pass; ``no_sync`` is then asked of the DDP module itself.
         self.net = torch.compile(wrapped) if config.get("compile") else wrapped
-        self.criterion = torch.nn.CrossEntropyLoss(label_smoothing=float(config.get("label_smoothing") or 0.0))
+        self.criterion = self.task_training.criterion()
         self.predict = tta.predictor(config.get("tta") or "none")
 
     def _parameter_groups(self, model: torch.nn.Module) -> list[dict[str, Any]]:
@@ -479,7 +486,7 @@ class Run:
         # collective that ranks with uneven evaluation shards would not all join.
         # It holds the averaged weights where there are some, and their
         # running statistics (BatchNorm's) are made one model's first.
-        sums = torch.zeros(4, device=self.device)  # loss sum, top-1, top-5, count
+        evaluation = self.task_training.evaluation(self.device)
         with self.average.evaluated():
             self.place.average_([b for b in self.model.buffers() if b.is_floating_point()])
             self.model.eval()
@@ -490,17 +497,10 @@ class Run:
                     self.log(f"{split}: batch {number} of {len(batches)}")
                     said = time.perf_counter()
                 with self.autocast:
-                    logits = self.predict(self.model, x)  # test-time augmentation where chosen
-                sums[0] += F.cross_entropy(logits.float(), y, reduction="sum")
-                top = logits.topk(min(5, logits.shape[1]), dim=1).indices
-                hits = top == y[:, None]
-                sums[1] += hits[:, 0].sum()
-                sums[2] += hits.any(dim=1).sum()
-                sums[3] += y.numel()
+                    outputs = self.predict(self.model, x)  # test-time augmentation where chosen
+                evaluation.update(outputs, y)
             self.model.train()
-        loss, top1, top5, count = self.place.all_reduce_sum(sums).tolist()  # host-device sync: end of evaluation
-        count = max(count, 1.0)
-        return {"loss": loss / count, "top1": top1 / count, "top5": top5 / count}
+        return evaluation.compute()  # a collective, and a host-device sync: end of evaluation
 
     def validate(self, epoch: float) -> bool:
         """Validate, report layers, keep the best. Returns True when early
@@ -512,14 +512,17 @@ class Run:
         if metrics is None:
             return False
         self.validation = (p.step, metrics)
-        p.last_val = {"val_loss": metrics["loss"], "val_top1": metrics["top1"], "val_top5": metrics["top5"]}
-        self.emit(eventkinds.VAL, eventkinds.val(p.step, epoch, **metrics))
-        self.log(f"epoch {epoch:.2f}: val loss {metrics['loss']:.4f}, top-1 {metrics['top1']:.2%}, top-5 {metrics['top5']:.2%}")
+        p.last_val = {f"val_{name}": value for name, value in metrics.items()}
+        self.emit(eventkinds.VAL, eventkinds.val(p.step, epoch, metrics))
+        self.log(f"epoch {epoch:.2f}: val {self.task_training.describe(metrics)}")
         if not math.isfinite(metrics["loss"]):
             raise TrainingError(f"The validation loss became {metrics['loss']} at epoch {epoch:.2f}: "
                                 "try a lower learning rate.")
         stopping = config.get("early_stopping") or {}
         metric = stopping.get("metric") or "val_loss"
+        if metric not in p.last_val:
+            raise TrainingError(f"Early stopping watches {metric}, which this task's validation does not "
+                                f"report: choose one of {', '.join(p.last_val)}.")
         value = p.last_val[metric]
         improved = p.best is None or (value < p.best["value"] if metric == "val_loss" else value > p.best["value"])
         if improved:
@@ -650,8 +653,7 @@ def report_failure(job_dir: Path, message: str, own: bool, earlier: eventlog.Rea
 
 
 def main(config_path: str) -> int:
-    job_dir = Path(config_path).resolve().parent
-    config = json.loads(Path(config_path).read_text())
+    job_dir, config = job_config(config_path)
     this_run = eventlog.Reader(job_dir)
     this_run.read()  # what earlier runs wrote; errors are looked for after it
     place: Placement | None = None

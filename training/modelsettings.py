@@ -9,11 +9,11 @@ from typing import Any
 
 from jobs.kinds import SettingsGroup, without
 from jobs.models import Job
-from trainer import catalog, lr_policy
+from trainer import catalog, jobfiles, lr_policy
 
 # The dataset's folder is the server's business; an earlier snapshot is shown
 # as its job and file.
-public_params = without("dataset_dir")
+public_params = without(jobfiles.DATASET_DIR_PARAM)
 
 
 def _text(value: Any) -> str:

@@ -56,7 +56,7 @@ def write_run(folder, first: int, last: int, offset: float = 0.0) -> None:
         eventlog.append(folder, kinds.TRAIN, kinds.train(step, epoch, offset + 1.0 / (step + 1), 0.1, 32, 500.0 + step, 0.25))
         if step % 10 == 0 and step:
             snapshot = jobfiles.checkpoint(jobfiles.snapshot_name(step // 10))
-            eventlog.append(folder, kinds.VAL, kinds.val(step, epoch, offset + 2.0 / step, 0.5, 0.9))
+            eventlog.append(folder, kinds.VAL, kinds.val(step, epoch, {"loss": offset + 2.0 / step, "top1": 0.5, "top5": 0.9}))
             eventlog.append(folder, kinds.SNAPSHOT, kinds.snapshot(step, epoch, snapshot, True, {"val_loss": 2.0 / step}))
             eventlog.append(folder, kinds.BEST, {"epoch": epoch, "step": step, "metric": "val_loss", "value": 2.0 / step,
                                                  "file": snapshot})

@@ -39,7 +39,8 @@ def record_training(job: Job, steps: int = 200, val_every: int = 50) -> None:
         epoch = step / 100
         eventlog.append(folder, kinds.TRAIN, kinds.train(step, epoch, 2.0 / step, 0.01, 64, 1000.0, 0.1))
         if step % val_every == 0:
-            eventlog.append(folder, kinds.VAL, kinds.val(step, epoch, 1.0 / step, step / (steps + 1), 0.99))
+            metrics = {"loss": 1.0 / step, "top1": step / (steps + 1), "top5": 0.99}
+            eventlog.append(folder, kinds.VAL, kinds.val(step, epoch, metrics))
             snapshot = f"checkpoints/epoch-{step // 100}-{step}.pt"
             (folder / "checkpoints").mkdir(exist_ok=True)
             (folder / snapshot).write_bytes(b"weights")

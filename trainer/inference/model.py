@@ -110,7 +110,7 @@ def load_model(job_dir: Path | str, snapshot_file: str | None = None, device: to
     ``choose_snapshot``), in eval mode on ``device``."""
     job_dir = Path(job_dir)
     config = _read_json(job_dir / jobfiles.CONFIG, "The model's job folder")
-    dataset_dir = Path(config["dataset_dir"])
+    dataset_dir = Path(config[jobfiles.DATASET_DIR_PARAM])
     resize_mode = _resize_mode(dataset_dir)
     info = DatasetInfo.load(dataset_dir)
     height, width, channels = info.image_shape

@@ -1,13 +1,18 @@
 """What a task says about itself that the web side and the trainer share,
-torch-free and Django-free: its name and label, and the chart series its
-runs report (the event kind and field each is read from)."""
+torch-free and Django-free: its name and label, its metrics and the chart
+series its runs report (the event kind and field each is read from), and
+the format of its datasets' targets (``trainer.targets``) and the module of
+its trainer side (``trainer.tasks.training``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainer import eventkinds as kinds
+
+if TYPE_CHECKING:
+    from trainer.targets import TargetFormat
 
 # The series every training loop reports, whatever its task.
 LOOP_SERIES: dict[str, tuple[str, str]] = {
@@ -50,6 +55,13 @@ class Task:
     metrics: tuple[Metric, ...]
     # The title of the chart axis its metrics share, e.g. "accuracy".
     metrics_title: str
+    # What its datasets store for each image beside the pixels (numpy).
+    targets: TargetFormat
+    # The module of its trainer side, imported by the trainer alone (torch).
+    training: str
+
+    def metric(self, field: str) -> Metric | None:
+        return next((metric for metric in self.metrics if metric.field == field), None)
 
     @property
     def metric_series(self) -> dict[str, tuple[str, str]]:

@@ -16,7 +16,6 @@ from jobs.models import Job
 
 from .forms import DatasetForm
 
-
 DIGITS = Path(__file__).parent / "sampledata" / "digits.csv.gz"
 
 

@@ -25,9 +25,9 @@ from trainer import lr_policy as policies
 from trainer.networks.layerspec import NetworkError, validate_layers
 from trainer.steps import total_steps
 
-from . import fewsteps, networkinfo, sweeps
-from .modeljobs import MODEL_KIND
-from .services import RUN_CODE, built_dataset, dataset_choices, dataset_classes, pretrained_models, previous_jobs
+from .. import fewsteps, networkinfo, sweeps
+from ..modeljobs import MODEL_KIND
+from ..services import RUN_CODE, built_dataset, dataset_choices, dataset_classes, pretrained_models, previous_jobs
 
 SEED_LIMIT = 2**31 - 1
 # Each snapshot is a file as large as the model: ten an epoch at most, so

@@ -9,7 +9,6 @@ networks, solvers) comes from ``networkinfo``.
 from __future__ import annotations
 
 import ast
-import secrets
 from typing import Any
 
 from django import forms
@@ -26,12 +25,9 @@ from .. import networkinfo, sweeps
 from ..modeljobs import MODEL_KIND
 from ..services import RUN_CODE, dataset_choices, dataset_classes, pretrained_models, previous_jobs
 from .floatfield import float_field
+from .run import RunFields
 from .schedule import ScheduleForm
-
-SEED_LIMIT = 2**31 - 1
-# Each snapshot is a file as large as the model: ten an epoch at most, so
-# that one run cannot fill the disk (or spend its time) writing them.
-SNAPSHOT_INTERVAL_MIN = 0.1
+from .solver import SolverFields
 
 NETWORK_SOURCES = [("standard", "Standard network"), ("layers", "Custom layers"), ("python", "Python code"),
                    ("previous", "Previous network"), ("pretrained", "Pretrained model")]
@@ -41,8 +37,6 @@ PRETRAINED_MODES = [("finetune", "Fine-tune: keep the weights that fit, re-initi
 MEAN_CHOICES = [("image", "Subtract the mean image"), ("pixel", "Subtract the mean pixel"), ("none", "None")]
 FLIP_CHOICES = [("none", "None"), ("horizontal", "Horizontal"), ("vertical", "Vertical"), ("both", "Both"),
                 ("alternating", "Horizontal, alternating by epoch: each image mirrored every other epoch (airbench)")]
-AVERAGING = [("none", "Off"), ("ema", "Exponential moving average (EMA), kept beside the weights"),
-             ("lookahead", "Lookahead: the weights are reset to their average as it moves (airbench)")]
 TTA_LEVELS = [("none", "None"), ("mirror", "Mirror: the image and its mirror image, averaged"),
               ("mirror_translate", "Mirror and translate: six views weighted as airbench does")]
 PRECISIONS = [("fp32", "fp32 (full precision)"),
@@ -53,39 +47,11 @@ EARLY_STOPPING = [("none", "Off"), ("val_loss", "When the validation loss stops 
                   ("val_top1", "When the validation accuracy stops rising")]
 
 
-class NewModelForm(JobFieldsForm, ScheduleForm):
+# Django lists the fields of the farthest base first, so the bases are in the
+# reverse of the order the fields are shown in (and the API describes them).
+class NewModelForm(SolverFields, RunFields, JobFieldsForm, ScheduleForm):
     """Every option of a training job; several learning rates or batch sizes
     make a sweep (``sweeps``)."""
-
-    val_interval = float_field("Validation interval (epochs)", 1.0, minimum=0.01)
-    snapshot_interval = float_field("Snapshot interval (epochs)", 1.0, minimum=SNAPSHOT_INTERVAL_MIN, error_messages={
-        "min_value": f"Snapshots are taken at most {round(1 / SNAPSHOT_INTERVAL_MIN)} times an epoch: "
-                     f"the interval is at least {SNAPSHOT_INTERVAL_MIN} epochs."})
-    keep_snapshots = forms.IntegerField(required=False, min_value=0, initial=3, label="Keep the last N snapshots and the best",
-                                        help_text="Older snapshots are deleted as training goes; 0 or blank keeps them all.")
-    seed = forms.IntegerField(required=False, min_value=0, max_value=SEED_LIMIT, label="Random seed",
-                              help_text="Blank for a random one, recorded so that the run can be repeated.")
-    batch_accumulation = forms.IntegerField(min_value=1, max_value=1024, initial=1, label="Batch accumulation",
-                                            help_text="Batches whose gradients are summed before each update.")
-
-    solver = forms.ChoiceField(choices=[], initial="momentum", label="Solver",
-                               help_text="SGD with momentum 0.9 is torchvision's reference default; "
-                                         "DIGITS' default was plain SGD, which ignores the momentum.")
-    momentum = float_field("Momentum", 0.9, maximum=0.999)
-    weight_decay = float_field("Weight decay", 0.0001)
-    label_smoothing = float_field("Label smoothing", 0.0, maximum=0.99)
-    norm_bias_lr_scale = float_field("BatchNorm biases: learning rate (× the base rate)", None, required=False,
-                                maximum=10_000, help_text="Blank: the base rate, as every other parameter.")
-    norm_bias_weight_decay = float_field("BatchNorm biases: weight decay", None, required=False,
-                                    help_text="Blank: the weight decay above.")
-    averaging = forms.ChoiceField(choices=AVERAGING, initial="none", label="Average of the weights",
-                                  help_text="Validation, snapshots and the exported model use the average.")
-    average_decay = float_field("Averaging decay (per step)", 0.95, maximum=0.9999,
-                           help_text="Every N steps the average keeps decay^N × (progress)³ of itself.")
-    average_every = forms.IntegerField(min_value=1, max_value=10_000, initial=5, label="Average every N steps")
-    whiten_bias_epochs = forms.IntegerField(required=False, min_value=1, max_value=100_000,
-                                            label="Train the whitening bias for the first N epochs only",
-                                            help_text="The fast small-image network's first layer. Blank: every epoch.")
 
     mean = forms.ChoiceField(choices=MEAN_CHOICES, initial="image", label="Mean subtraction")
     crop = forms.IntegerField(required=False, min_value=1, label="Crop size",
@@ -128,7 +94,6 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
         self.may_run_code = user.has_perm(RUN_CODE)
         self.fields["dataset"].required = True
         self.fields["dataset"].widget.choices = dataset_choices()
-        self.fields["solver"].choices = [(s["name"], s["label"]) for s in networkinfo.solvers().values()]
         self.fields["standard_network"].choices = [(n["name"], n["label"]) for n in networkinfo.networks().values()]
         self.previous = previous_jobs()
         self.fields["previous_job"].widget.choices = [("", "Choose a model")] + [(p["id"], p["label"]) for p in self.previous]
@@ -262,7 +227,7 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
             "pretrained": self.pretrained,
             "epochs": data["epochs"], "val_interval": data["val_interval"], "snapshot_interval": data["snapshot_interval"],
             "keep_snapshots": data["keep_snapshots"] or 0,
-            "seed": data["seed"] if data["seed"] is not None else secrets.randbelow(SEED_LIMIT + 1),
+            "seed": self.chosen_seed(),
             "batch_size": data["batch_size"][0], "batch_accumulation": data["batch_accumulation"],
             "solver": data["solver"], "lr": data["lr"][0], "momentum": data["momentum"],
             "weight_decay": data["weight_decay"],
@@ -273,8 +238,7 @@ class NewModelForm(JobFieldsForm, ScheduleForm):
             "rotation": data["rotation"], "scale": data["scale"], "noise": data["noise"],
             "color_jitter": data["color_jitter"], "label_smoothing": data["label_smoothing"], "tta": data["tta"],
             "norm_bias_lr_scale": data["norm_bias_lr_scale"], "norm_bias_weight_decay": data["norm_bias_weight_decay"],
-            "averaging": None if data["averaging"] == "none" else {"kind": data["averaging"], "decay": data["average_decay"],
-                                                                  "every": data["average_every"]},
+            "averaging": self.averaging_params(),
             "whiten_bias_epochs": data["whiten_bias_epochs"],
             "precision": data["precision"], "channels_last": data["channels_last"], "compile": data["compile"],
             "early_stopping": early,

@@ -24,54 +24,26 @@ from trainer.networks.layerspec import NetworkError, validate_layers
 from .. import networkinfo, sweeps
 from ..modeljobs import MODEL_KIND
 from ..services import RUN_CODE, dataset_choices, dataset_classes, pretrained_models, previous_jobs
-from .floatfield import float_field
+from .augmentation import AugmentationFields
+from .precision import PrecisionFields
 from .run import RunFields
 from .schedule import ScheduleForm
 from .solver import SolverFields
+from .stopping import StoppingFields
 
 NETWORK_SOURCES = [("standard", "Standard network"), ("layers", "Custom layers"), ("python", "Python code"),
                    ("previous", "Previous network"), ("pretrained", "Pretrained model")]
 PRETRAINED_MODES = [("finetune", "Fine-tune: keep the weights that fit, re-initialise the rest "
                                  "(the classifier when the classes differ)"),
                     ("continue", "Continue: the same network and classes, every weight kept")]
-MEAN_CHOICES = [("image", "Subtract the mean image"), ("pixel", "Subtract the mean pixel"), ("none", "None")]
-FLIP_CHOICES = [("none", "None"), ("horizontal", "Horizontal"), ("vertical", "Vertical"), ("both", "Both"),
-                ("alternating", "Horizontal, alternating by epoch: each image mirrored every other epoch (airbench)")]
-TTA_LEVELS = [("none", "None"), ("mirror", "Mirror: the image and its mirror image, averaged"),
-              ("mirror_translate", "Mirror and translate: six views weighted as airbench does")]
-PRECISIONS = [("fp32", "fp32 (full precision)"),
-              ("tf32", "tf32 (fp32 with TensorFloat-32 matrix maths on recent GPUs)"),
-              ("bf16", "mixed precision bf16 (fastest on recent GPUs)"),
-              ("fp16", "mixed precision fp16 (with loss scaling)")]
-EARLY_STOPPING = [("none", "Off"), ("val_loss", "When the validation loss stops falling"),
-                  ("val_top1", "When the validation accuracy stops rising")]
 
 
 # Django lists the fields of the farthest base first, so the bases are in the
 # reverse of the order the fields are shown in (and the API describes them).
-class NewModelForm(SolverFields, RunFields, JobFieldsForm, ScheduleForm):
+class NewModelForm(StoppingFields, PrecisionFields, AugmentationFields, SolverFields, RunFields, JobFieldsForm,
+                   ScheduleForm):
     """Every option of a training job; several learning rates or batch sizes
     make a sweep (``sweeps``)."""
-
-    mean = forms.ChoiceField(choices=MEAN_CHOICES, initial="image", label="Mean subtraction")
-    crop = forms.IntegerField(required=False, min_value=1, label="Crop size",
-                              help_text="Random crops of this side for training, centre crops for validation. Blank: none.")
-    translate = forms.IntegerField(min_value=0, max_value=1024, initial=0, label="Random translation (pixels)")
-    flip = forms.ChoiceField(choices=FLIP_CHOICES, initial="none", label="Random flips")
-    rotation = float_field("Random rotation (± degrees)", 0.0, maximum=180)
-    scale = float_field("Random zoom (± fraction)", 0.0, maximum=0.9)
-    noise = float_field("Gaussian noise (std, pixels in 0..1)", 0.0, maximum=1)
-    color_jitter = float_field("Colour jitter (± fraction)", 0.0, maximum=1)
-    tta = forms.ChoiceField(choices=TTA_LEVELS, initial="none", label="Test-time augmentation",
-                            help_text="Validation and test logits averaged over views of each image.")
-
-    precision = forms.ChoiceField(choices=PRECISIONS, initial="fp32", label="Precision")
-    channels_last = forms.BooleanField(required=False, initial=False, label="Channels-last memory format")
-    compile = forms.BooleanField(required=False, initial=False, label="Compile the network (torch.compile)")
-
-    early_stopping = forms.ChoiceField(choices=EARLY_STOPPING, initial="none", label="Early stopping")
-    patience = forms.IntegerField(min_value=1, max_value=10_000, initial=5, label="Patience (validations)",
-                                  help_text="Validations without a new best before training stops.")
 
     network_source = forms.ChoiceField(choices=NETWORK_SOURCES, initial="standard", widget=forms.RadioSelect,
                                        label="Network")
@@ -107,10 +79,7 @@ class NewModelForm(SolverFields, RunFields, JobFieldsForm, ScheduleForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        crop, info = data.get("crop"), self.dataset_info
-        if crop and info and crop > min(info["image_shape"][:2]):
-            height, width = info["image_shape"][:2]
-            self.add_error("crop", f"The crop must fit in the dataset's {width}×{height} images.")
+        self.check_crop(data)
         if data.get("lr") and data.get("batch_size"):
             combinations = sweeps.count(data["lr"], data["batch_size"])
             if combinations > sweeps.MAX_COMBINATIONS:
@@ -218,8 +187,6 @@ class NewModelForm(SolverFields, RunFields, JobFieldsForm, ScheduleForm):
         """The params of the first job of the submission (see the contract in
         docs); a sweep varies ``lr`` and ``batch_size``."""
         data = self.cleaned_data
-        early = None if data["early_stopping"] == "none" else {"metric": data["early_stopping"],
-                                                               "patience": data["patience"]}
         return {
             "dataset": self.dataset_job.pk,
             "dataset_dir": str(store.folder(self.dataset_job)),
@@ -241,7 +208,7 @@ class NewModelForm(SolverFields, RunFields, JobFieldsForm, ScheduleForm):
             "averaging": self.averaging_params(),
             "whiten_bias_epochs": data["whiten_bias_epochs"],
             "precision": data["precision"], "channels_last": data["channels_last"], "compile": data["compile"],
-            "early_stopping": early,
+            "early_stopping": self.early_stopping_params(),
         }
 
     def submit(self, owner: User) -> list[Job]:

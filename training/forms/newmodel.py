@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from datasets import store
+from datasets import services as dataset_services
 from jobs import services as job_services
 from jobs.forms import JobFieldsForm
 from jobs.models import Job
@@ -61,7 +61,7 @@ class NewModelForm(NetworkFields, StoppingFields, PrecisionFields, AugmentationF
         data = self.cleaned_data
         return {
             "dataset": self.dataset_job.pk,
-            "dataset_dir": str(store.folder(self.dataset_job)),
+            "dataset_dir": str(dataset_services.folder(self.dataset_job)),
             "network": self.network,
             "pretrained": self.pretrained,
             "epochs": data["epochs"], "val_interval": data["val_interval"], "snapshot_interval": data["snapshot_interval"],

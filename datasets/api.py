@@ -11,7 +11,7 @@ from jobs.jobpaths import in_job_words
 from web.api import BadRequest, api, bad_request_message, error, json_body
 from web.serverfolders import OutsideRoots, listing
 
-from . import store
+from . import services
 from .datasetsettings import public_manifest
 from .forms import DatasetForm, defaults, sent_field_errors
 
@@ -48,9 +48,9 @@ def create(request: HttpRequest) -> JsonResponse:
 
 @api("GET")
 def dataset(request: HttpRequest, job_id: int) -> JsonResponse:
-    job = store.job_or_404(job_id)
-    return JsonResponse({**serialize.job_detail(job), "manifest": in_job_words(public_manifest(store.manifest(job))),
-                         "used_by": [m.pk for m in store.models_using(job)]})
+    job = services.job_or_404(job_id)
+    return JsonResponse({**serialize.job_detail(job), "manifest": in_job_words(public_manifest(services.manifest(job))),
+                         "used_by": [m.pk for m in services.models_using(job)]})
 
 
 @api("GET")

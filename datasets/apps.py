@@ -16,7 +16,7 @@ class DatasetsConfig(AppConfig):
 
         from . import api, views
         from .datasetsettings import public_params, settings_table
-        from .store import models_using
+        from .services import models_using
 
         register_category(Category("datasets", "Datasets", order=10))
         register(JobKind("dataset", "Dataset", "datasets", python_module("trainer.dataset_build"),

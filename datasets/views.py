@@ -25,7 +25,7 @@ from web.api import error
 from web.files import streamed_asynchronously
 from web.serverfolders import OutsideRoots, allowed, first_file
 
-from . import sample, store
+from . import sample, services
 from .datasetsettings import applied, public_params
 from .forms import DatasetForm, sent_field_errors
 
@@ -102,16 +102,16 @@ def preview(request: HttpRequest) -> HttpResponse:
 
 def page_context(job: Job) -> dict[str, Any]:
     """What the job page shows of a dataset (``JobKind.page_context``)."""
-    info = store.manifest(job)
-    context: dict[str, Any] = {"dataset": info, "models_using": store.models_using(job),
+    info = services.manifest(job)
+    context: dict[str, Any] = {"dataset": info, "models_using": services.models_using(job),
                                "dataset_resumable": job_services.resumable(job)}
     if info:
-        report = store.skipped(job)
+        report = services.skipped(job)
         context.update({
-            "disk_size": store.disk_size(job),
+            "disk_size": services.disk_size(job),
             "skipped_files": report[:SKIPPED_SHOWN],
             "skipped_more": max(0, len(report) - SKIPPED_SHOWN),
-            "counts": {s: info["splits"][s]["count"] for s in store.SPLITS},
+            "counts": {s: info["splits"][s]["count"] for s in services.SPLITS},
             "chart": chart_data(info),
             "option_rows": option_rows(applied(public_params(info["options"]))),
         })
@@ -121,7 +121,7 @@ def page_context(job: Job) -> dict[str, Any]:
 def chart_data(info: dict[str, Any]) -> dict[str, Any]:
     """Images per class stacked by split, and the skipped files per class."""
     classes = info["classes"]
-    series = [{"name": split, "y": info["splits"][split]["per_class"]} for split in store.SPLITS
+    series = [{"name": split, "y": info["splits"][split]["per_class"]} for split in services.SPLITS
               if info["splits"][split]["count"]]
     skipped = [sum(info["skipped"]["per_class"].get(c, {}).values()) for c in classes]
     if any(skipped):
@@ -142,7 +142,7 @@ def option_rows(options: dict[str, Any]) -> list[tuple[str, Any]]:
 
 @login_required
 def mean_image(request: HttpRequest, job_id: int) -> FileResponse:
-    path = store.folder(store.job_or_404(job_id)) / jobfiles.MEAN_IMAGE
+    path = services.folder(services.job_or_404(job_id)) / jobfiles.MEAN_IMAGE
     if not path.exists():
         raise Http404("This dataset has no mean image.")
     return streamed_asynchronously(request, FileResponse(open(path, "rb"), content_type="image/png"))
@@ -150,19 +150,19 @@ def mean_image(request: HttpRequest, job_id: int) -> FileResponse:
 
 @login_required
 def skipped_report(request: HttpRequest, job_id: int) -> JsonResponse:
-    return JsonResponse(store.skipped(store.job_or_404(job_id)), safe=False, json_dumps_params={"ensure_ascii": False})
+    return JsonResponse(services.skipped(services.job_or_404(job_id)), safe=False, json_dumps_params={"ensure_ascii": False})
 
 
 @login_required
 def explore(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = store.job_or_404(job_id)
-    info = store.manifest(job)
+    job = services.job_or_404(job_id)
+    info = services.manifest(job)
     if info is None:
         return redirect("job", job.pk)
-    splits = [s for s in store.SPLITS if info["splits"][s]["count"]]
+    splits = [s for s in services.SPLITS if info["splits"][s]["count"]]
     split = request.GET.get("split") if request.GET.get("split") in splits else splits[0]
     size = int(request.GET["size"]) if request.GET.get("size", "").isdigit() and int(request.GET["size"]) in PAGE_SIZES else 50
-    reader = store.reader(job, split, info)
+    reader = services.reader(job, split, info)
     chosen = request.GET.get("class", "")
     targets = task_of(info).targets
     indices = np.arange(len(reader)) if not chosen.isdigit() else targets.images_of_class(reader.targets, int(chosen))
@@ -179,11 +179,11 @@ def explore(request: HttpRequest, job_id: int) -> HttpResponse:
 
 @login_required
 def image(request: HttpRequest, job_id: int, split: str, index: int) -> HttpResponse:
-    job = store.job_or_404(job_id)
-    info = store.manifest(job)
-    if info is None or split not in store.SPLITS:
+    job = services.job_or_404(job_id)
+    info = services.manifest(job)
+    if info is None or split not in services.SPLITS:
         raise Http404("No such image.")
-    reader = store.reader(job, split, info)
+    reader = services.reader(job, split, info)
     if index >= len(reader):
         raise Http404("No such image.")
     response = HttpResponse(png_bytes(reader.image(index)), content_type="image/png")

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image
 
-from datasets import store
+from datasets import services as dataset_services
 from datasets.forms import DatasetForm
 from inference import services
 from inference.forms import EvaluationForm
@@ -32,7 +32,7 @@ CPU = Placement(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
 
 def dataset_job(owner, **sizes) -> Job:
     job = Job.objects.create(kind="dataset", name="bars", owner=owner, status=Status.DONE)
-    make_dataset(store.folder(job), per_class=sizes or None)
+    make_dataset(dataset_services.folder(job), per_class=sizes or None)
     return job
 
 
@@ -41,7 +41,7 @@ def trained_model(owner, dataset: Job | None = None, name: str = "lenet", group:
     """A done training job whose folder holds a trained LeNet (or the
     network ``overrides`` name)."""
     dataset = dataset or dataset_job(owner)
-    params = train_config(store.folder(dataset), dataset=dataset.pk, epochs=epochs, **overrides)
+    params = train_config(dataset_services.folder(dataset), dataset=dataset.pk, epochs=epochs, **overrides)
     model = Job.objects.create(kind="train", name=name, owner=owner, status=Status.DONE, params=params, group=group,
                                resources={"device": "cpu", "count": 1})
     config = {**params, "job_id": model.pk, "devices": ["cpu0"]}
@@ -82,12 +82,12 @@ def uploaded_dataset_job(owner) -> Job:
 def copied_model(owner, trained: Path, name: str = "lenet", group: str = "") -> Job:
     """A done training job and its dataset's, holding copies of what ``train_once`` made."""
     dataset = uploaded_dataset_job(owner)
-    shutil.copytree(trained / "dataset", store.folder(dataset))
-    manifest = json.loads((store.folder(dataset) / jobfiles.MANIFEST).read_text())
+    shutil.copytree(trained / "dataset", dataset_services.folder(dataset))
+    manifest = json.loads((dataset_services.folder(dataset) / jobfiles.MANIFEST).read_text())
     manifest["options"] = {k: v for k, v in dataset.params.items() if k != "roots"}  # as the build records them
-    (store.folder(dataset) / jobfiles.MANIFEST).write_text(json.dumps(manifest))
+    (dataset_services.folder(dataset) / jobfiles.MANIFEST).write_text(json.dumps(manifest))
     config = json.loads((trained / "run" / jobfiles.CONFIG).read_text())
-    params = {**config, "dataset": dataset.pk, "dataset_dir": str(store.folder(dataset))}
+    params = {**config, "dataset": dataset.pk, "dataset_dir": str(dataset_services.folder(dataset))}
     del params["job_id"], params["devices"]
     model = Job.objects.create(kind="train", name=name, owner=owner, status=Status.DONE, params=params, group=group,
                                resources={"device": "cpu", "count": 1}, progress=1.0)
@@ -100,7 +100,7 @@ def model_with_snapshot(owner, status=Status.DONE, **sizes) -> Job:
     """A training job as far as the web sees it: its config, one snapshot file and its event."""
     dataset = dataset_job(owner, **sizes)
     model = Job.objects.create(kind="train", name="lenet", owner=owner, status=status, group="sweep",
-                               params=train_config(store.folder(dataset), dataset=dataset.pk),
+                               params=train_config(dataset_services.folder(dataset), dataset=dataset.pk),
                                resources={"device": "cpu", "count": 1})
     (model.folder / "checkpoints").mkdir(parents=True)
     (model.folder / jobfiles.CONFIG).write_text(json.dumps(model.params))

@@ -13,7 +13,7 @@ from django import forms
 from django.http import Http404
 from django.urls import reverse
 
-from datasets import store
+from datasets import services as dataset_services
 from jobs import serialize, services
 from jobs.models import ACTIVE, Job, Status
 from trainer import jobfiles
@@ -81,7 +81,7 @@ def dataset_label(job: Job, info: dict[str, Any]) -> str:
 def dataset_choices() -> list[tuple[str, str]]:
     choices = [("", "Choose a dataset")]
     for job in Job.objects.filter(kind="dataset", status=Status.DONE):
-        info = store.manifest(job)
+        info = dataset_services.manifest(job)
         if info:
             choices.append((str(job.pk), dataset_label(job, info)))
     return choices
@@ -96,7 +96,7 @@ def built_dataset(value: Any) -> tuple[Job, dict[str, Any]]:
     if job.status != Status.DONE:
         raise forms.ValidationError(f"The dataset “{job.name}” (#{job.pk}) is {job.get_status_display().lower()}; "
                                     "choose a dataset whose build is done.")
-    info = store.manifest(job)
+    info = dataset_services.manifest(job)
     if info is None:
         raise forms.ValidationError(f"The dataset “{job.name}” (#{job.pk}) has no built images in its folder.")
     return job, info
@@ -105,7 +105,7 @@ def built_dataset(value: Any) -> tuple[Job, dict[str, Any]]:
 def dataset_classes(dataset_id: Any) -> int | None:
     """How many classes the dataset job ``dataset_id`` has, when it is built."""
     job = Job.objects.filter(pk=dataset_id, kind="dataset").first()
-    info = store.manifest(job) if job else None
+    info = dataset_services.manifest(job) if job else None
     return len(info["classes"]) if info else None
 
 

@@ -1,0 +1,13 @@
+"""The number field most of the New model form's settings are: a float,
+at least 0 unless told otherwise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+
+def float_field(label: str, initial: float | None, minimum: float = 0.0, maximum: float | None = None,
+                **kwargs: Any) -> forms.FloatField:
+    return forms.FloatField(label=label, initial=initial, min_value=minimum, max_value=maximum, **kwargs)

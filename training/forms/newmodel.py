@@ -1,0 +1,93 @@
+"""The New model form: the schedule's fields and each group of settings
+put together, the checks that span groups, the params of a job, and the
+submission of one job or of a sweep's jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from datasets import services as dataset_services
+from jobs import services as job_services
+from jobs.forms import JobFieldsForm
+from jobs.models import Job
+
+from .. import sweeps
+from ..modeljobs import MODEL_KIND
+from ..services import RUN_CODE, dataset_choices
+from .augmentation import AugmentationFields
+from .network import NetworkFields
+from .precision import PrecisionFields
+from .run import RunFields
+from .schedule import ScheduleForm
+from .solver import SolverFields
+from .stopping import StoppingFields
+
+
+# Django lists the fields of the farthest base first, so the bases are in the
+# reverse of the order the fields are shown in (and the API describes them).
+class NewModelForm(NetworkFields, StoppingFields, PrecisionFields, AugmentationFields, SolverFields, RunFields,
+                   JobFieldsForm, ScheduleForm):
+    """Every option of a training job; several learning rates or batch sizes
+    make a sweep (``sweeps``)."""
+
+    def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.user = user
+        self.may_run_code = user.has_perm(RUN_CODE)
+        self.fields["dataset"].required = True
+        self.fields["dataset"].widget.choices = dataset_choices()
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        self.check_crop(data)
+        self._check_sweep(data)
+        self.check_network(data)
+        self.check_whitening(data)
+        return data
+
+    def _check_sweep(self, data: dict[str, Any]) -> None:
+        if data.get("lr") and data.get("batch_size"):
+            combinations = sweeps.count(data["lr"], data["batch_size"])
+            if combinations > sweeps.MAX_COMBINATIONS:
+                self.add_error("lr", f"{len(data['lr'])} learning rates × {len(data['batch_size'])} batch sizes make "
+                                     f"{combinations} jobs; a sweep has at most {sweeps.MAX_COMBINATIONS}.")
+
+    def params(self) -> dict[str, Any]:
+        """The params of the first job of the submission (see the contract in
+        docs); a sweep varies ``lr`` and ``batch_size``."""
+        data = self.cleaned_data
+        return {
+            "dataset": self.dataset_job.pk,
+            "dataset_dir": str(dataset_services.folder(self.dataset_job)),
+            "network": self.network,
+            "pretrained": self.pretrained,
+            "epochs": data["epochs"], "val_interval": data["val_interval"], "snapshot_interval": data["snapshot_interval"],
+            "keep_snapshots": data["keep_snapshots"] or 0,
+            "seed": self.chosen_seed(),
+            "batch_size": data["batch_size"][0], "batch_accumulation": data["batch_accumulation"],
+            "solver": data["solver"], "lr": data["lr"][0], "momentum": data["momentum"],
+            "weight_decay": data["weight_decay"],
+            "lr_policy": self.policy(),
+            "scale_lr": data["scale_lr"],
+            "batch_schedule": data["batch_schedule"],
+            "mean": data["mean"], "crop": data["crop"], "translate": data["translate"], "flip": data["flip"],
+            "rotation": data["rotation"], "scale": data["scale"], "noise": data["noise"],
+            "color_jitter": data["color_jitter"], "label_smoothing": data["label_smoothing"], "tta": data["tta"],
+            "norm_bias_lr_scale": data["norm_bias_lr_scale"], "norm_bias_weight_decay": data["norm_bias_weight_decay"],
+            "averaging": self.averaging_params(),
+            "whiten_bias_epochs": data["whiten_bias_epochs"],
+            "precision": data["precision"], "channels_last": data["channels_last"], "compile": data["compile"],
+            "early_stopping": self.early_stopping_params(),
+        }
+
+    def submit(self, owner: User) -> list[Job]:
+        """Create every job of the submission in one transaction: all or none."""
+        data = self.cleaned_data
+        runs = sweeps.expand(data["name"], self.params(), data["lr"], data["batch_size"])
+        group = sweeps.group_name(data["name"], data["group"], len(runs))
+        with transaction.atomic():
+            return [job_services.submit(owner, MODEL_KIND, run.name, run.params, self.resources(), group=group,
+                                        notes=data["notes"]) for run in runs]

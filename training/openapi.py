@@ -11,6 +11,7 @@ from trainer.catalog import NETWORKS, SOLVERS
 from trainer.jobfiles import BEST_CHECKPOINT
 from trainer.tasks import EVERY_SERIES
 from training.forms import NewModelForm, ScheduleForm
+from training.forms.stopping import EARLY_STOPPING
 from training.jsondata import defaults
 from web.apischema import GROUP, GROUP_OWNER, JOB_ID, body, json_answer, operation, ref
 
@@ -25,7 +26,8 @@ _SHAPES: dict[str, dict[str, Any]] = {
     "milestones_percent": {"description": "percentages, e.g. [50, 75] or \"50, 75\""},
     "batch_schedule": {"description": "[[epoch, batch size], …] or \"10:128, 20:256\""},
     "gpu_ids": {"description": "GPU indices, a list or comma-separated"},
-    "early_stopping": {"description": "none, val_loss or val_top1 (with patience), or {metric, patience}"},
+    "early_stopping": {"description": f"{', '.join(key for key, _ in EARLY_STOPPING)} (with patience), "
+                                      "or {metric, patience}"},
     "averaging": {"description": "none, ema or lookahead (with average_decay, average_every), or {kind, decay, every}"},
 }
 _ADDED: dict[str, dict[str, Any]] = {

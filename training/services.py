@@ -18,6 +18,7 @@ from jobs import serialize, services
 from jobs.models import ACTIVE, Job, Status
 from trainer import jobfiles
 from trainer.networks.layerspec import NetworkError, validate_layers
+from trainer.tasks import Metric, task_of
 from web.api import ActionError
 
 from . import modeljobs, networkinfo, series
@@ -177,12 +178,14 @@ def request_profile(job: Job, user: Any) -> Job:
 
 # ---- a group's runs ------------------------------------------------------------------
 
-def _run_summary(run: series.Run, points: int) -> dict[str, Any]:
-    top1 = run.series["val_top1"].extreme(highest=True)
+def _run_summary(run: series.Run, points: int, headline: Metric) -> dict[str, Any]:
+    """A run's validation curves and bests: the loss and its task's headline
+    metric (``best_<field>``, e.g. ``best_top1``)."""
+    best = run.series[headline.series].extreme(highest=True)
     loss = run.series["val_loss"].extreme(highest=False)
     return {
-        "curves": {"val_loss": run.points("val_loss", points), "val_top1": run.points("val_top1", points)},
-        "best_top1": {"value": top1[2], "epoch": top1[1]} if top1 else None,
+        "curves": {"val_loss": run.points("val_loss", points), headline.series: run.points(headline.series, points)},
+        f"best_{headline.field}": {"value": best[2], "epoch": best[1]} if best else None,
         "best_val_loss": {"value": loss[2], "epoch": loss[1]} if loss else None,
         "result": run.result,
     }
@@ -196,6 +199,9 @@ def group_data(owner: str, group: str, points: int = GROUP_POINTS) -> dict[str, 
                 .order_by("created_at", "id"))
     if not jobs:
         raise Http404(f"{owner} has no job in the group “{group}”.")
+    models = [job for job in jobs if modeljobs.is_model(job)]
+    # The group's runs are compared on the headline metric of its first model's task.
+    headline = task_of(models[0].params if models else {}).headline
     rows = []
     for job in jobs:
         row = serialize.job_summary(job)
@@ -206,7 +212,7 @@ def group_data(owner: str, group: str, points: int = GROUP_POINTS) -> dict[str, 
                 "network": network.get("name") or network.get("source", ""),
                 "solver": params.get("solver"), "lr": params.get("lr"), "batch_size": params.get("batch_size"),
                 "epochs": params.get("epochs"),
-                **series.view(job.folder, lambda run: _run_summary(run, points)),
+                **series.view(job.folder, lambda run: _run_summary(run, points, headline)),
             })
         rows.append(row)
     return {
@@ -215,5 +221,6 @@ def group_data(owner: str, group: str, points: int = GROUP_POINTS) -> dict[str, 
         "url": reverse("group", args=[owner, group]),
         "api": reverse("api-group", args=[owner, group]),
         "active": any(job.status in ACTIVE for job in jobs),
+        "headline": headline.page_data(),
         "jobs": rows,
     }

@@ -15,7 +15,9 @@ from django.urls import reverse
 from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.trainer.test_networks import ALIAS_BOMB
-from trainer import jobfiles, lr_policy
+from trainer import jobfiles, lr_policy, tasks
+from trainer.targets import ClassLabels
+from trainer.tasks import Metric, Task
 from training import sweeps
 from training.forms import NewModelForm
 from training.jsondata import defaults
@@ -113,7 +115,7 @@ def test_the_api_creates_a_model_with_the_pages_defaults(alice, digits):
     params = dict(job.params)
     assert isinstance(params.pop("seed"), int)
     assert params == {
-        "dataset": digits.pk, "dataset_dir": str(digits.folder / "dataset"),
+        "task": "classification", "dataset": digits.pk, "dataset_dir": str(digits.folder / "dataset"),
         "network": {"source": "standard", "name": "lenet"}, "pretrained": None,
         "epochs": 30, "val_interval": 1.0, "snapshot_interval": 1.0, "keep_snapshots": 3, "batch_size": 64,
         "batch_accumulation": 1, "solver": "momentum", "lr": 0.01, "momentum": 0.9, "weight_decay": 0.0001,
@@ -123,6 +125,22 @@ def test_the_api_creates_a_model_with_the_pages_defaults(alice, digits):
         "rotation": 0.0, "scale": 0.0, "noise": 0.0, "color_jitter": 0.0, "label_smoothing": 0.0, "tta": "none",
         "norm_bias_lr_scale": None, "norm_bias_weight_decay": None, "averaging": None, "whiten_bias_epochs": None,
         "precision": "fp32", "channels_last": False, "compile": False, "early_stopping": None}
+
+
+def test_early_stopping_watches_the_loss_or_the_datasets_own_headline_metric(alice, monkeypatch):
+    counting = Task("counting", "Counting", metrics=(Metric("exact", "exact count"),), metrics_title="exact counts",
+                    targets=ClassLabels(), training="")
+    monkeypatch.setitem(tasks.TASKS, "counting", counting)
+    counted = dataset(alice, name="counted")
+    manifest = counted.folder / jobfiles.DATASET / jobfiles.MANIFEST
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "task": "counting"}))
+    client = signed_in(alice)
+    refused = errors(create(client, name="stops", dataset=counted.pk, early_stopping="val_top1"))
+    assert refused["early_stopping"] == ("A counting dataset's validation does not report val_top1: "
+                                         "stop on the validation loss or val_exact.")
+    response = create(client, name="stops", dataset=counted.pk, early_stopping="val_loss")
+    assert response.status_code == 201, response.content
+    assert Job.objects.get(pk=response.json()["jobs"][0]["id"]).params["task"] == "counting"
 
 
 def test_the_api_takes_the_params_own_shapes(alice, digits):

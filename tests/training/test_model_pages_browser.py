@@ -168,7 +168,7 @@ def inside(inner: list[float], outer: list[float]) -> bool:
 
 def test_no_chart_overlaps_a_card_at_common_widths(page, model):
     pages = {f"/jobs/{model.pk}/": ["metrics-chart", "lr-chart", "norms-chart"],
-             f"/groups/{model.owner.username}/sweep/": ["group-loss-chart", "group-top1-chart"]}
+             f"/groups/{model.owner.username}/sweep/": ["group-loss-chart", "group-headline-chart"]}
     for (url, charts), width in itertools.product(pages.items(), WIDTHS):
         page.set_viewport_size({"width": width, "height": 1000})
         page.goto(url)

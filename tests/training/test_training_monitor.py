@@ -273,6 +273,7 @@ def test_the_group_page_and_api_overlay_the_groups_runs(alice):
 
     body = client.get("/api/groups/alice/lr sweep").json()
     assert (body["group"], body["owner"], body["active"]) == ("lr sweep", "alice", True)
+    assert body["headline"] == {"field": "top1", "label": "top-1", "series": "val_top1"}
     names = [job["name"] for job in body["jobs"]]
     assert names == ["lr 0.01", "lr 0.1", "check"]
     fast = body["jobs"][1]

@@ -60,8 +60,11 @@ class Task:
     # The module of its trainer side, imported by the trainer alone (torch).
     training: str
 
-    def metric(self, field: str) -> Metric | None:
-        return next((metric for metric in self.metrics if metric.field == field), None)
+    @property
+    def headline(self) -> Metric:
+        """The metric that sums a run up: the first (what early stopping and
+        the comparison of runs offer beside the loss)."""
+        return self.metrics[0]
 
     @property
     def metric_series(self) -> dict[str, tuple[str, str]]:

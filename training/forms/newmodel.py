@@ -13,6 +13,8 @@ from datasets import services as dataset_services
 from jobs import services as job_services
 from jobs.forms import JobFieldsForm
 from jobs.models import Job
+from trainer import jobfiles
+from trainer.tasks import Task, task_of
 
 from .. import sweeps
 from ..modeljobs import MODEL_KIND
@@ -46,7 +48,13 @@ class NewModelForm(NetworkFields, StoppingFields, PrecisionFields, AugmentationF
         self._check_sweep(data)
         self.check_network(data)
         self.check_whitening(data)
+        if self.dataset_job is not None:
+            self.check_early_stopping(data, self.task())
         return data
+
+    def task(self) -> Task:
+        """The task of the chosen dataset, which its models share."""
+        return task_of(self.dataset_info or {})
 
     def _check_sweep(self, data: dict[str, Any]) -> None:
         if data.get("lr") and data.get("batch_size"):
@@ -60,8 +68,9 @@ class NewModelForm(NetworkFields, StoppingFields, PrecisionFields, AugmentationF
         docs); a sweep varies ``lr`` and ``batch_size``."""
         data = self.cleaned_data
         return {
+            "task": self.task().name,
             "dataset": self.dataset_job.pk,
-            "dataset_dir": str(dataset_services.folder(self.dataset_job)),
+            jobfiles.DATASET_DIR_PARAM: str(dataset_services.folder(self.dataset_job)),
             "network": self.network,
             "pretrained": self.pretrained,
             "epochs": data["epochs"], "val_interval": data["val_interval"], "snapshot_interval": data["snapshot_interval"],

@@ -1,5 +1,6 @@
-// The group page: the validation loss and top-1 curves of every training
-// job in the group overlaid, and a table of their settings and best metrics.
+// The group page: the validation loss and headline metric (its first model's
+// task's: top-1 for classification) curves of every training job in the
+// group overlaid, and a table of their settings and best metrics.
 //
 // A page has one live stream, and a job's curves travel only on that job's
 // own stream (the shared stream carries statuses and progress), so this page
@@ -14,7 +15,7 @@ const RELOAD_MS = 5000;
 let data = JSON.parse(document.getElementById("group-data").textContent);
 
 const at = (best, show) => (best ? `${show(best.value)} at epoch ${best.epoch.toFixed(2)}` : "—");
-const top1 = (v) => pct(v, 2);
+const share = (v) => pct(v, 2);
 
 function traces(key) {
   return data.jobs.filter((job) => job.curves).map((job, i) => {
@@ -34,7 +35,9 @@ function layout(axis) {
 
 function draw() {
   plot("group-loss-chart", traces("val_loss"), layout({ title: { text: "loss" } }));
-  plot("group-top1-chart", traces("val_top1"), layout({ title: { text: "top-1" }, tickformat: ".0%", rangemode: "tozero" }));
+  const headline = data.headline;
+  plot("group-headline-chart", traces(headline.series),
+    layout({ title: { text: headline.label }, tickformat: ".0%", rangemode: "tozero" }));
   document.getElementById("group-empty").hidden = data.jobs.some((job) => job.curves && job.curves.val_loss.length);
   document.querySelector("#group-table tbody").replaceChildren(...data.jobs.map((job) => el("tr", { dataset: { job: job.id } },
     el("td", {}, el("a", { href: job.url }, job.name)),
@@ -44,7 +47,7 @@ function draw() {
     el("td", {}, num(job.lr)),
     el("td", {}, job.batch_size ?? "—"),
     el("td", {}, job.epochs ?? "—"),
-    el("td", {}, at(job.best_top1, top1)),
+    el("td", {}, at(job[`best_${headline.field}`], share)),
     el("td", {}, at(job.best_val_loss, num)),
     el("td", {}, progressBar(job.progress, job.status)))));
   document.getElementById("group-count").textContent = data.jobs.length;

@@ -1,6 +1,6 @@
 """The inference app's part of the API description: evaluations and their
-reports, classify many and Compare, classify one through the model server,
-and model archives."""
+reports, classify many and Compare (``evaluate``), classify one through the
+model server (``classify``), and model archives (``export``)."""
 
 from typing import Any
 

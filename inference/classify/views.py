@@ -11,10 +11,10 @@ from django.urls import reverse
 from jobs.models import ACTIVE
 from web.api import BadRequest, api, error, json_body
 
-from . import trained
-from .classify import Refused, classify, problem, refusal
-from .classify_form import MAX_IMAGE_BYTES, ClassifyForm
+from .. import trained
+from .forms import MAX_IMAGE_BYTES, ClassifyForm
 from .gallery import gallery
+from .services import Refused, classify, problem, refusal
 
 
 @login_required

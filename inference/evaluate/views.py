@@ -19,7 +19,8 @@ from trainer.evaluation_files import CSV, REPORT, RESULTS
 from training.modeljobs import models
 from web.files import streamed_asynchronously
 
-from . import results, services, trained
+from .. import trained
+from . import results, services
 from .forms import EvaluationForm, SplitForm
 
 DOWNLOADS = {"json": (RESULTS, "application/json"), "csv": (CSV, "text/csv"), "report": (REPORT, "application/json")}

@@ -19,7 +19,7 @@ from jobs.permissions import network_refusal
 from training.modeljobs import models
 from web.serverfolders import roots
 
-from . import trained
+from .. import trained
 from .results import summary
 
 KIND = "evaluation"

@@ -26,7 +26,7 @@ from jobs.permissions import network_refusal
 from trainer import jobfiles, modelclient
 from web.userslots import Slots
 
-from . import trained
+from .. import trained
 
 CLASSIFY_SECONDS = 30
 VISUALIZE_SECONDS = 120  # every layer's pictures of a large network, on a busy CPU

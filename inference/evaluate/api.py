@@ -12,7 +12,8 @@ from jobs import serialize, uploadfiles
 from jobs.models import Job
 from web.api import BadRequest, api, json_body
 
-from . import results, services, trained
+from .. import trained
+from . import results, services
 from .forms import EvaluationForm, SplitForm
 from .views import evaluation_or_404
 

@@ -21,7 +21,7 @@ from jobs.models import Job
 from trainer.datastore import png_bytes
 from web.serverfolders import OutsideRoots, allowed
 
-from . import trained
+from .. import trained
 
 MAX_IMAGE_BYTES = 10 * 2**20
 SOURCES = ("image", "index", "path")  # the fields an image may come from

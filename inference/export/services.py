@@ -18,7 +18,7 @@ from trainer import eventkinds, eventlog
 from trainer.jobfiles import MODEL_ARCHIVE
 from training.modeljobs import models
 
-from .snapshots import snapshot_file, stamp, stem
+from ..snapshots import snapshot_file, stamp, stem
 
 KIND = "export"
 RESOURCES = {"device": "cpu", "count": 1}  # torch.export and ONNX run on the CPU

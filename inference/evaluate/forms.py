@@ -18,7 +18,8 @@ from trainer.archives import ArchiveError, archive_kind
 from trainer.imagelists import ListError, parse_list
 from web.serverfolders import OutsideRoots, allowed, roots
 
-from . import services, trained
+from .. import trained
+from . import services
 
 SOURCES = [("split", "A split of the model's dataset"), ("list", "A text list (path [label] a line)"),
            ("folder", "A folder on the server"), ("archive", "Upload an archive (zip, tar, tar.gz)")]

@@ -12,7 +12,7 @@ from django.urls import reverse
 from datasets import store
 from jobs.models import Job
 
-from . import trained
+from .. import trained
 
 PER_CLASS = 3
 MAX_IMAGES = 24

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from .classify import api as classify_api
 from .classify import views as classify_views
 from .evaluate import api as evaluate_api
 from .evaluate import views as evaluate_views
@@ -19,7 +20,7 @@ urlpatterns = [
 
 api_urlpatterns = [
     path("models/<int:model_id>/evaluate", evaluate_api.evaluate, name="api-model-evaluate"),
-    path("models/<int:model_id>/classify", classify_views.classify_api, name="api-model-classify"),
+    path("models/<int:model_id>/classify", classify_api.classify, name="api-model-classify"),
     path("evaluations", evaluate_api.create, name="api-evaluations"),
     path("evaluations/<int:job_id>/report", evaluate_api.report, name="api-evaluation-report"),
     path("evaluations/<int:job_id>/rows", evaluate_api.rows, name="api-evaluation-rows"),

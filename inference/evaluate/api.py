@@ -1,4 +1,4 @@
-"""The JSON API of evaluations (see ``inference/openapi.py``): evaluate a
+"""The JSON API of evaluations (see ``openapi``): evaluate a
 model on a split, classify many (a list, a folder, an archive), read a
 report and its rows, and Compare a group's models."""
 

@@ -72,7 +72,7 @@ def compare(request: HttpRequest, owner: str, group: str) -> HttpResponse:
     except trained.Unusable as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Evaluating {len(queued)} model(s) on the {trained.SPLITS[split]} split.")
+        messages.success(request, f"Evaluating {len(queued)} model(s) on the {services.SPLITS[split]} split.")
         for reason in skipped:
             messages.warning(request, f"Left out {reason}")
     return redirect(reverse("group", args=[owner, group]) + "#compare")

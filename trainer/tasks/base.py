@@ -1,6 +1,7 @@
 """What a task says about itself that the web side and the trainer share,
-torch-free and Django-free: its name and label, and the chart series its
-runs report (the event kind and field each is read from)."""
+torch-free and Django-free: its name and label, the chart series its runs
+report (the event kind and field each is read from), and what the web can
+do with a model of it (``uses``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainer import eventkinds as kinds
+
+from . import uses
 
 # The series every training loop reports, whatever its task.
 LOOP_SERIES: dict[str, tuple[str, str]] = {
@@ -50,6 +53,19 @@ class Task:
     metrics: tuple[Metric, ...]
     # The title of the chart axis its metrics share, e.g. "accuracy".
     metrics_title: str
+    # The web features that can use a model of this task (names from
+    # ``uses``): a task offers none it does not name.
+    model_uses: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if unknown := self.model_uses - uses.USES:
+            raise ValueError(f"The task “{self.name}” names unknown uses ({', '.join(sorted(unknown))}): "
+                             f"the uses are {', '.join(sorted(uses.USES))}.")
+
+    def offers(self, use: str) -> bool:
+        """Whether a model of this task can be used for ``use`` (a name from
+        ``uses``); ValueError for any other name, so a misspelt question fails."""
+        return uses.check(use) in self.model_uses
 
     @property
     def metric_series(self) -> dict[str, tuple[str, str]]:

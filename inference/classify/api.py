@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from django.http import HttpRequest, JsonResponse
 
+from trainer.tasks.uses import CLASSIFY
+from training.modeljobs import unavailable
 from web.api import BadRequest, api, error, json_body
 
 from .. import trained
@@ -15,6 +17,8 @@ from .forms import ClassifyForm
 @api("POST")
 def classify(request: HttpRequest, model_id: int) -> JsonResponse:
     model = trained.model_or_404(model_id)
+    if reason := unavailable(model, CLASSIFY):  # before the form reads an image for nothing
+        raise BadRequest({"model": [reason]})
     if request.content_type == "application/json":
         form = ClassifyForm(model, json_body(request))
     else:

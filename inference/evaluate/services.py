@@ -18,7 +18,8 @@ from jobs import services
 from jobs.models import ACTIVE, Job
 from jobs.permissions import network_refusal
 from trainer import jobfiles
-from training.modeljobs import models
+from trainer.tasks.uses import EVALUATE
+from training.modeljobs import models, unavailable
 from web.serverfolders import roots
 
 from .. import trained
@@ -36,6 +37,8 @@ def split_count(model: Job, split: str) -> int:
 def check(model: Job, snapshot: str) -> str:
     """Refuse a model that cannot be evaluated, with the reason; else a note
     for the user ("" when there is nothing to say)."""
+    if reason := unavailable(model, EVALUATE):
+        raise trained.Unusable(reason)
     if not (model.folder / jobfiles.CONFIG).is_file():
         raise trained.Unusable("The model has not started training yet: it has no snapshot to evaluate.")
     names = trained.snapshots(model)

@@ -16,7 +16,8 @@ from django.views.decorators.http import require_POST
 
 from jobs.models import Job
 from trainer.evaluation_files import CSV, REPORT, RESULTS
-from training.modeljobs import models
+from trainer.tasks.uses import EVALUATE
+from training.modeljobs import models, models_offering
 from web.files import streamed_asynchronously
 
 from .. import trained
@@ -35,7 +36,7 @@ def new_evaluation(request: HttpRequest) -> HttpResponse:
     initial = {"model": request.GET.get("model"), "source": "list"}
     form = EvaluationForm(request.POST or None, request.FILES or None, initial=initial)
     form.fields["model"].widget = forms.Select(choices=[("", "Choose a model")] + [
-        (model.pk, f"#{model.pk} {model.name}") for model in models().order_by("-created_at")])
+        (model.pk, f"#{model.pk} {model.name}") for model in models_offering(EVALUATE).order_by("-created_at")])
     if request.method == "POST" and form.is_valid():
         try:
             return redirect("job", form.submit(request.user).pk)

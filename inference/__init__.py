@@ -10,7 +10,8 @@
 What they share stays here: ``trained`` (a trained model read without
 torch, and ``Unusable``), ``snapshots`` and ``snapshot_requests`` (the
 snapshot a request names; the pretrained app's too), the
-``snapshot_actions`` template tag, and the app's registrations (``apps``),
+``model_actions`` template tags (a model's page: each feature's action, or
+why its task does not offer it), and the app's registrations (``apps``),
 routes (``urls``) and API description (``openapi``). The templates and
 scripts stay in the app's ``templates/inference/`` and
 ``static/inference/``, where Django finds them."""

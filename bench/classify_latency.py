@@ -114,7 +114,7 @@ def plain_loop(model, batch: int) -> float:
 
 def evaluation(owner, model) -> tuple[float, float, int]:
     """In-job images per second (first to last progress event), the whole job's seconds, and its image count."""
-    from inference import services
+    from inference.evaluate import services
     from jobs.models import Job, Status
     from trainer import eventkinds, eventlog
 

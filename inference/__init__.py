@@ -1,4 +1,17 @@
-"""Using a trained model on many images: the evaluation job kind (a model's
-validation or test split, a text list, a server folder or an uploaded
-archive), its report page and API, and Compare on a group page. The work
-itself is ``trainer/inference/job.py``; this app validates, queues and shows."""
+"""Using a trained model, one sub-package per feature:
+
+- ``classify``: Classify one, a model's answer for one image from the warm
+  model server (its page and API);
+- ``evaluate``: the evaluation job kind (Evaluate on a split, Classify many
+  on a list, a server folder or an archive, Compare on a group page), its
+  report page and API;
+- ``export``: model archives, which run without this app.
+
+What they share stays here: ``trained`` (a trained model read without
+torch, and ``Unusable``), ``snapshots`` and ``snapshot_requests`` (the
+snapshot a request names; the pretrained app's too), the
+``model_actions`` template tags (a model's page: each feature's action, or
+why its task does not offer it), and the app's registrations (``apps``),
+routes (``urls``) and API description (``openapi``). The templates and
+scripts stay in the app's ``templates/inference/`` and
+``static/inference/``, where Django finds them."""

@@ -25,8 +25,8 @@ class InferenceConfig(AppConfig):
     def ready(self) -> None:
         from jobs import resources
 
-        from . import exports
-        from .views import page_context, summary_extra
+        from .evaluate.views import page_context, summary_extra
+        from .export import services as exports
 
         register_category(Category("evaluations", "Evaluations", order=25))
         register(JobKind("evaluation", "Evaluation", "evaluations", python_module("trainer.inference.job"),

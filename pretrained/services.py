@@ -11,10 +11,12 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db.models import QuerySet
 
 from inference.snapshots import snapshot_file, stem
+from inference.trained import Unusable
 from jobs import services, uploadfiles
 from jobs.models import Job
 from trainer import jobfiles
-from training.modeljobs import models
+from trainer.tasks.uses import PRETRAINED
+from training.modeljobs import models, unavailable
 from training.services import PRETRAINED_KIND, RUN_CODE
 
 KIND = PRETRAINED_KIND
@@ -23,7 +25,10 @@ RESOURCES = {"device": "cpu", "count": 1}  # reading and checking weights is qui
 
 def from_snapshot(owner: User, model: Job, snapshot: str = "") -> Job:
     """Queue a pretrained model of ``model``'s ``snapshot`` (default: the
-    best one); ``trained.Unusable`` when there is no such snapshot."""
+    best one); ``trained.Unusable`` when there is no such snapshot or the
+    model's task does not offer starting new models from its weights."""
+    if reason := unavailable(model, PRETRAINED):
+        raise Unusable(reason)
     name = snapshot_file(model, snapshot)
     source = {"type": "snapshot", "model": model.pk, "model_dir": str(model.folder), "snapshot": name}
     return services.submit(owner, KIND, f"{model.name} ({stem(name)})", _params(owner, source), dict(RESOURCES))

@@ -17,8 +17,8 @@ from PIL import Image
 
 from datasets import services as dataset_services
 from datasets.forms import DatasetForm
-from inference import services
-from inference.forms import EvaluationForm
+from inference.evaluate import services
+from inference.evaluate.forms import EvaluationForm
 from jobs.models import Job, Status
 from tests.trainfiles import CLASSES, bars, make_dataset, train_config
 from trainer import eventkinds, eventlog, jobfiles

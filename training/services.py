@@ -19,6 +19,7 @@ from jobs.models import ACTIVE, Job, Status
 from trainer import jobfiles
 from trainer.networks.layerspec import NetworkError, validate_layers
 from trainer.tasks import Metric, task_of
+from trainer.tasks.uses import PRETRAINED
 from web.api import ActionError
 
 from . import modeljobs, networkinfo, series
@@ -38,9 +39,10 @@ def runs_code(params: dict[str, Any]) -> str | None:
 # ---- what a new model starts from --------------------------------------------------
 
 def previous_jobs() -> list[dict[str, Any]]:
-    """Finished or aborted training jobs that left snapshots, newest first."""
+    """Finished or aborted models that left snapshots and whose task offers
+    starting a new model from their weights, newest first."""
     found = []
-    for job in modeljobs.models().filter(status__in=[Status.DONE, Status.ABORTED])[:PREVIOUS_JOBS_SHOWN]:
+    for job in modeljobs.models_offering(PRETRAINED).filter(status__in=[Status.DONE, Status.ABORTED])[:PREVIOUS_JOBS_SHOWN]:
         files = jobfiles.snapshots(job.folder)
         if files and isinstance(job.params.get("network"), dict):
             found.append({"id": job.pk, "label": f"{job.name} #{job.pk} ({job.get_status_display().lower()})",

@@ -10,7 +10,7 @@ from django import forms
 
 from datasets.forms import DatasetForm
 from digitslike.openapi import SCHEMA
-from inference.forms import EvaluationForm
+from inference.evaluate.forms import EvaluationForm
 from training.forms import NewModelForm
 
 METHODS = ("get", "post", "put", "patch", "delete")

@@ -28,7 +28,7 @@ from django.http import HttpResponse
 from django.test import Client
 from PIL import Image
 
-from inference import gallery
+from inference.classify import gallery
 from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.evalfiles import dataset_job, imports, write_bars

@@ -17,7 +17,7 @@ import torch
 from django.contrib.auth.models import Permission
 from django.db import connection
 
-from inference import exports
+from inference.export import services as exports
 from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.evalfiles import CPU, dataset_job, model_with_snapshot, trained_model

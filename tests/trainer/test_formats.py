@@ -58,6 +58,22 @@ def test_every_tasks_series_are_read_and_an_unknown_task_is_named():
         tasks.task_of({"task": "sorting"})
 
 
+def test_a_task_offers_the_uses_it_names_and_no_other():
+    classification = tasks.task_of({})
+    assert all(classification.offers(use) for use in tasks.uses.USES)
+    bare = tasks.Task("bare", "Bare", metrics=(), metrics_title="score")
+    assert not any(bare.offers(use) for use in tasks.uses.USES), "a task offers no use it does not name"
+    only = tasks.Task("only", "Only", metrics=(), metrics_title="score", model_uses=frozenset({tasks.uses.EXPORT}))
+    assert [use for use in sorted(tasks.uses.USES) if only.offers(use)] == [tasks.uses.EXPORT]
+
+
+def test_a_misspelt_use_fails_when_asked_and_when_a_task_names_it():
+    with pytest.raises(ValueError, match="There is no use “clasify”: the uses are classify, evaluate, export"):
+        tasks.task_of({}).offers("clasify")
+    with pytest.raises(ValueError, match="The task “odd” names unknown uses \\(detect\\)"):
+        tasks.Task("odd", "Odd", metrics=(), metrics_title="score", model_uses=frozenset({"detect"}))
+
+
 def test_training_steps_are_each_process_even_share_in_whole_batches():
     assert steps.shard_size(10, 0, 3, even=True) == 3 and steps.shard_size(10, 0, 3, even=False) == 4
     assert steps.shard_size(10, 2, 3, even=False) == 3

@@ -1,17 +1,18 @@
 """The tasks a dataset and a model can have, each registered once here with
-what the web side and the trainer share about it (``base.Task``). A job's
-task is its parameters' ``task``; a job from before tasks were recorded is
-a classification one."""
+what the web side and the trainer share about it (``base.Task``), what
+the web can do with its models among them (``uses``). A job's task is its
+parameters' ``task``; a job from before tasks were recorded is a
+classification one."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from . import classification
+from . import classification, uses
 from .base import LOOP_SERIES, Metric, Task
 
-__all__ = ["DEFAULT", "EVERY_SERIES", "TASKS", "Metric", "Task", "task_of"]
+__all__ = ["DEFAULT", "EVERY_SERIES", "TASKS", "Metric", "Task", "task_of", "uses"]
 
 TASKS: dict[str, Task] = {task.name: task for task in (classification.TASK,)}
 DEFAULT = classification.TASK.name

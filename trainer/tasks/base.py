@@ -1,8 +1,9 @@
 """What a task says about itself that the web side and the trainer share,
 torch-free and Django-free: its name and label, its metrics and the chart
-series its runs report (the event kind and field each is read from), and
-the format of its datasets' targets (``trainer.targets``) and the module of
-its trainer side (``trainer.tasks.training``)."""
+series its runs report (the event kind and field each is read from), the
+format of its datasets' targets (``trainer.targets``), the module of its
+trainer side (``trainer.tasks.training``), and what the web can do with a
+model of it (``uses``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trainer import eventkinds as kinds
+
+from . import uses
 
 if TYPE_CHECKING:
     from trainer.targets import TargetFormat
@@ -59,12 +62,25 @@ class Task:
     targets: TargetFormat
     # The module of its trainer side, imported by the trainer alone (torch).
     training: str
+    # The web features that can use a model of this task (names from
+    # ``uses``): a task offers none it does not name.
+    model_uses: frozenset[str] = frozenset()
 
     @property
     def headline(self) -> Metric:
         """The metric that sums a run up: the first (what early stopping and
         the comparison of runs offer beside the loss)."""
         return self.metrics[0]
+
+    def __post_init__(self) -> None:
+        if unknown := self.model_uses - uses.USES:
+            raise ValueError(f"The task “{self.name}” names unknown uses ({', '.join(sorted(unknown))}): "
+                             f"the uses are {', '.join(sorted(uses.USES))}.")
+
+    def offers(self, use: str) -> bool:
+        """Whether a model of this task can be used for ``use`` (a name from
+        ``uses``); ValueError for any other name, so a misspelt question fails."""
+        return uses.check(use) in self.model_uses
 
     @property
     def metric_series(self) -> dict[str, tuple[str, str]]:

@@ -18,11 +18,12 @@ from trainer.archives import ArchiveError, archive_kind
 from trainer.imagelists import ListError, parse_list
 from web.serverfolders import OutsideRoots, allowed, roots
 
-from . import services, trained
+from .. import trained
+from . import services
 
 SOURCES = [("split", "A split of the model's dataset"), ("list", "A text list (path [label] a line)"),
            ("folder", "A folder on the server"), ("archive", "Upload an archive (zip, tar, tar.gz)")]
-SPLIT_CHOICES = list(trained.SPLITS.items())
+SPLIT_CHOICES = list(services.SPLITS.items())
 MAX_LIST_BYTES = 64 * 2**20
 LIST_FILE = "upload/list.txt"
 
@@ -59,7 +60,7 @@ class EvaluationForm(JobFieldsForm, DevicesField):
         data = super().clean()
         try:
             model = data["model_job"] = trained.find(data.get("model"))
-            trained.check(model, data.get("snapshot") or "")
+            services.check(model, data.get("snapshot") or "")
             classes = trained.classes(model)
         except trained.Unusable as exc:
             if "model" not in self.errors:
@@ -76,7 +77,7 @@ class EvaluationForm(JobFieldsForm, DevicesField):
             self.add_error("split", "Choose the validation or the test split.")
             return
         try:
-            trained.check_split(model, data["split"])
+            services.check_split(model, data["split"])
         except trained.Unusable as exc:
             self.add_error(exc.field, str(exc))
 

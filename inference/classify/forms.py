@@ -16,12 +16,12 @@ from typing import Any
 
 from django import forms
 
-from datasets import store
+from datasets import services as dataset_services
 from jobs.models import Job
 from trainer.datastore import png_bytes
 from web.serverfolders import OutsideRoots, allowed
 
-from . import trained
+from .. import trained
 
 MAX_IMAGE_BYTES = 10 * 2**20
 SOURCES = ("image", "index", "path")  # the fields an image may come from
@@ -31,7 +31,7 @@ BOOLEAN_TEXT = {"true": True, "on": True, "1": True, "false": False, "off": Fals
 
 class ClassifyForm(forms.Form):
     image = forms.FileField(required=False, help_text="An image file to upload.")
-    split = forms.ChoiceField(choices=[(s, s) for s in store.SPLITS], required=False,
+    split = forms.ChoiceField(choices=[(s, s) for s in dataset_services.SPLITS], required=False,
                               help_text="With index: an image of the model's dataset.")
     index = forms.IntegerField(min_value=0, required=False, help_text="The image's position in the split.")
     path = forms.CharField(required=False, max_length=4096, help_text="An image file on the server.")
@@ -81,7 +81,7 @@ class ClassifyForm(forms.Form):
 
     def _from_dataset(self, data: dict[str, Any]) -> bytes | None:
         dataset = trained.dataset(self.model)
-        manifest = store.manifest(dataset) if dataset else None
+        manifest = dataset_services.manifest(dataset) if dataset else None
         if manifest is None:
             self.add_error("index", "The model's dataset is gone.")
             return None
@@ -90,7 +90,7 @@ class ClassifyForm(forms.Form):
         if data["index"] >= count:
             self.add_error("index", f"The dataset's {split} split has {count} image(s).")
             return None
-        return png_bytes(store.reader(dataset, split, manifest).image(data["index"]))
+        return png_bytes(dataset_services.reader(dataset, split, manifest).image(data["index"]))
 
     def _from_server(self, data: dict[str, Any]) -> bytes | None:
         try:

@@ -16,9 +16,11 @@ from jobs import services
 from jobs.models import ACTIVE, Job, Status
 from trainer import eventkinds, eventlog
 from trainer.jobfiles import MODEL_ARCHIVE
-from training.modeljobs import models
+from trainer.tasks.uses import EXPORT
+from training.modeljobs import models, unavailable
 
-from .snapshots import snapshot_file, stamp, stem
+from ..snapshots import snapshot_file, stamp, stem
+from ..trained import Unusable
 
 KIND = "export"
 RESOURCES = {"device": "cpu", "count": 1}  # torch.export and ONNX run on the CPU
@@ -45,7 +47,10 @@ def export(owner: User, model: Job, snapshot: str = "") -> tuple[Job, bool]:
     """The export job of ``model``'s ``snapshot`` (default: the best one)
     and whether it is new: one already made or under way for the same,
     unchanged, snapshot is reused. ``trained.Unusable`` when there is no
-    such snapshot; anyone signed in may export any model."""
+    such snapshot or the model's task does not offer export; anyone signed
+    in may export any model."""
+    if reason := unavailable(model, EXPORT):
+        raise Unusable(reason)
     name = snapshot_file(model, snapshot)
     snapshot_stamp = stamp(model, name)
     # Two first clicks at once must make one job: the model's row is locked

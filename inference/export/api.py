@@ -9,15 +9,16 @@ from django.http import FileResponse, HttpRequest, JsonResponse
 from jobs import serialize
 from web.api import api
 
-from . import exports, snapshot_requests
-from .export_views import archive_response
+from .. import snapshot_requests
+from . import services
+from .views import archive_response
 
 
 @api("POST")
 def export(request: HttpRequest, model_id: int) -> JsonResponse:
-    job, created = snapshot_requests.from_api(request, model_id, exports.export)
-    return JsonResponse({**serialize.job_detail(job), **exports.download_urls(job),
-                         "ready": exports.archive_path(job) is not None}, status=201 if created else 200)
+    job, created = snapshot_requests.from_api(request, model_id, services.export)
+    return JsonResponse({**serialize.job_detail(job), **services.download_urls(job),
+                         "ready": services.archive_path(job) is not None}, status=201 if created else 200)
 
 
 @api("GET")

@@ -1,6 +1,7 @@
 """Creating evaluations: one model on a split of its dataset (the Evaluate
 button), on files (a list, a server folder, an archive: the form), or every
-model of a group on the same split (Compare)."""
+model of a group on the same split (Compare); and what they check of a
+model first."""
 
 from __future__ import annotations
 
@@ -14,16 +15,45 @@ from django.db.models import QuerySet
 from django.urls import reverse
 
 from jobs import services
-from jobs.models import Job
+from jobs.models import ACTIVE, Job
 from jobs.permissions import network_refusal
-from training.modeljobs import models
+from trainer import jobfiles
+from trainer.tasks.uses import EVALUATE
+from training.modeljobs import models, unavailable
 from web.serverfolders import roots
 
-from . import trained
+from .. import trained
 from .results import summary
 
 KIND = "evaluation"
 TOP_N = 5
+SPLITS = {"val": "validation", "test": "test"}
+
+
+def split_count(model: Job, split: str) -> int:
+    return int(((trained.manifest(model).get("splits") or {}).get(split) or {}).get("count") or 0)
+
+
+def check(model: Job, snapshot: str) -> str:
+    """Refuse a model that cannot be evaluated, with the reason; else a note
+    for the user ("" when there is nothing to say)."""
+    if reason := unavailable(model, EVALUATE):
+        raise trained.Unusable(reason)
+    if not (model.folder / jobfiles.CONFIG).is_file():
+        raise trained.Unusable("The model has not started training yet: it has no snapshot to evaluate.")
+    names = trained.snapshots(model)
+    if not names:
+        raise trained.Unusable("The model has no snapshot yet: evaluate it once it has saved one.")
+    if snapshot and snapshot not in names:
+        raise trained.Unusable(f"The model has no snapshot {snapshot!r}; it has {', '.join(names)}.", "snapshot")
+    if model.status in ACTIVE and not snapshot:
+        return "The model is still training: the evaluation uses its newest snapshot."
+    return ""
+
+
+def check_split(model: Job, split: str) -> None:
+    if not split_count(model, split):
+        raise trained.Unusable(f"The model's dataset has no {SPLITS[split]} images.", "split")
 
 
 def resources_like(model: Job) -> dict[str, Any]:
@@ -44,10 +74,10 @@ def submit(owner: User, model: Job, source: dict[str, Any], *, name: str = "", s
            prepare: Callable[[Job], None] | None = None, **extra: Any) -> Job:
     """Queue an evaluation of ``model`` (checked: ``trained.Unusable``
     otherwise); anyone signed in may evaluate any model, the job is theirs."""
-    note = trained.check(model, snapshot)
+    note = check(model, snapshot)
     if source["type"] == "split":
         extra["dataset_job"] = model.params.get("dataset")
-        trained.check_split(model, source["split"])
+        check_split(model, source["split"])
     return services.submit(owner, KIND, name or f"Evaluation of {model.name}",
                            params(model, source, snapshot, top_n, note=note, **extra),
                            resources or resources_like(model), group=group, notes=notes, prepare=prepare)
@@ -56,7 +86,7 @@ def submit(owner: User, model: Job, source: dict[str, Any], *, name: str = "", s
 def evaluate(owner: User, model: Job, split: str, snapshot: str = "") -> Job:
     """The Evaluate button: the model's best snapshot on its validation or test split."""
     return submit(owner, model, {"type": "split", "split": split}, snapshot=snapshot,
-                  name=f"{model.name}: {trained.SPLITS[split]}")
+                  name=f"{model.name}: {SPLITS[split]}")
 
 
 def group_models(group_owner: str, group: str) -> QuerySet[Job]:
@@ -77,7 +107,7 @@ def compare(owner: User, group_owner: str, group: str, split: str) -> tuple[list
                 continue
             try:
                 queued.append(submit(owner, model, {"type": "split", "split": split},
-                                     name=f"{model.name}: {trained.SPLITS[split]}", compare=group))
+                                     name=f"{model.name}: {SPLITS[split]}", compare=group))
             except trained.Unusable as exc:
                 skipped.append(f"{model.name}: {exc}")
     if not queued and not skipped:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from django.urls import reverse
 
-from datasets import store
+from datasets import services as dataset_services
 from jobs.models import Job
 from trainer.datastore import png_bytes
 from trainer.evaluation_files import IMAGES, OUTPUT, REPORT, RESULTS
@@ -150,10 +150,10 @@ def image(job: Job, index: int) -> bytes | None:
     source = job.params.get("source") or {}
     if source.get("type") == "split":
         dataset = Job.objects.filter(pk=job.params.get("dataset_job"), kind="dataset").first()
-        manifest = store.manifest(dataset) if dataset else None
-        if manifest is None or source.get("split") not in store.SPLITS:
+        manifest = dataset_services.manifest(dataset) if dataset else None
+        if manifest is None or source.get("split") not in dataset_services.SPLITS:
             return None
-        reader = store.reader(dataset, source["split"], manifest)
+        reader = dataset_services.reader(dataset, source["split"], manifest)
         return png_bytes(reader.image(index)) if index < len(reader) else None
     try:
         offsets = np.load(folder(job) / f"{IMAGES}-index.npy", mmap_mode="r")

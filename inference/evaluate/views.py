@@ -16,10 +16,12 @@ from django.views.decorators.http import require_POST
 
 from jobs.models import Job
 from trainer.evaluation_files import CSV, REPORT, RESULTS
-from training.modeljobs import models
+from trainer.tasks.uses import EVALUATE
+from training.modeljobs import models, models_offering
 from web.files import streamed_asynchronously
 
-from . import results, services, trained
+from .. import trained
+from . import results, services
 from .forms import EvaluationForm, SplitForm
 
 DOWNLOADS = {"json": (RESULTS, "application/json"), "csv": (CSV, "text/csv"), "report": (REPORT, "application/json")}
@@ -34,7 +36,7 @@ def new_evaluation(request: HttpRequest) -> HttpResponse:
     initial = {"model": request.GET.get("model"), "source": "list"}
     form = EvaluationForm(request.POST or None, request.FILES or None, initial=initial)
     form.fields["model"].widget = forms.Select(choices=[("", "Choose a model")] + [
-        (model.pk, f"#{model.pk} {model.name}") for model in models().order_by("-created_at")])
+        (model.pk, f"#{model.pk} {model.name}") for model in models_offering(EVALUATE).order_by("-created_at")])
     if request.method == "POST" and form.is_valid():
         try:
             return redirect("job", form.submit(request.user).pk)
@@ -71,7 +73,7 @@ def compare(request: HttpRequest, owner: str, group: str) -> HttpResponse:
     except trained.Unusable as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Evaluating {len(queued)} model(s) on the {trained.SPLITS[split]} split.")
+        messages.success(request, f"Evaluating {len(queued)} model(s) on the {services.SPLITS[split]} split.")
         for reason in skipped:
             messages.warning(request, f"Left out {reason}")
     return redirect(reverse("group", args=[owner, group]) + "#compare")

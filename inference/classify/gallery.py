@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 from django.urls import reverse
 
-from datasets import store
+from datasets import services as dataset_services
 from jobs.models import Job
 
-from . import trained
+from .. import trained
 
 PER_CLASS = 3
 MAX_IMAGES = 24
@@ -23,12 +23,12 @@ PREFERRED_SPLITS = ("val", "test", "train")
 def gallery(model: Job) -> dict[str, Any]:
     """``{"split", "images": [{"index", "label", "url"}]}``; no images when the dataset is gone."""
     dataset = trained.dataset(model)
-    manifest = store.manifest(dataset) if dataset else None
-    counts = {s: int(((manifest or {}).get("splits") or {}).get(s, {}).get("count") or 0) for s in store.SPLITS}
+    manifest = dataset_services.manifest(dataset) if dataset else None
+    counts = {s: int(((manifest or {}).get("splits") or {}).get(s, {}).get("count") or 0) for s in dataset_services.SPLITS}
     split = next((s for s in PREFERRED_SPLITS if counts[s]), None)
     if split is None:
         return {"split": None, "images": []}
-    labels = store.reader(dataset, split, manifest).targets  # classify's models are of a task of class labels
+    labels = dataset_services.reader(dataset, split, manifest).targets  # classify's models are of a task of class labels
     return {"split": split, "images": [
         {"index": i, "label": manifest["classes"][int(labels[i])], "url": reverse("dataset-image", args=[dataset.pk, split, i])}
         for i in _some_of_each_class(labels)]}

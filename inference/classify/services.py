@@ -6,11 +6,13 @@ map; with a ``class`` or a ``layer`` the saliency map of that class, computed
 at that convolution.
 
 Refusals are ``Refused`` with the HTTP status they mean: 400 with field
-messages for bad input, 403 for a network of code the user may not run
-(``jobs.permissions.network_refusal``), 404 for a model or snapshot that is
-gone, 429 for a user with ``CLASSIFY_IN_FLIGHT_PER_USER`` requests in flight
-already (the model server answers one at a time, and one user's loop would
-keep everyone else waiting), 503 when no model server answers."""
+messages for bad input and for a model whose task does not offer Classify
+(``training.modeljobs.unavailable``), 403 for a network of code the user
+may not run (``jobs.permissions.network_refusal``), 404 for a model or
+snapshot that is gone, 429 for a user with ``CLASSIFY_IN_FLIGHT_PER_USER``
+requests in flight already (the model server answers one at a time, and
+one user's loop would keep everyone else waiting), 503 when no model
+server answers."""
 
 from __future__ import annotations
 
@@ -24,9 +26,11 @@ from jobs import bus
 from jobs.models import Job
 from jobs.permissions import network_refusal
 from trainer import jobfiles, modelclient
+from trainer.tasks.uses import CLASSIFY
+from training.modeljobs import unavailable
 from web.userslots import Slots
 
-from . import trained
+from .. import trained
 
 CLASSIFY_SECONDS = 30
 VISUALIZE_SECONDS = 120  # every layer's pictures of a large network, on a busy CPU
@@ -79,6 +83,8 @@ def _ask(model: Job, image: bytes, operation: str, snapshot: str | None, class_i
 
 def problem(model: Job) -> str:
     """Why the model cannot classify now, for the user; "" when it can."""
+    if reason := unavailable(model, CLASSIFY):
+        return reason
     if not (model.folder / jobfiles.CONFIG).is_file():
         return "The model has not started training yet: it has no snapshot to classify with."
     if not trained.snapshots(model):

@@ -12,24 +12,25 @@ from django.views.decorators.http import require_POST
 from jobs.models import Job
 from web.files import streamed_asynchronously
 
-from . import exports, snapshot_requests
+from .. import snapshot_requests
+from . import services
 
 
 @login_required
 @require_POST
 def export_model(request: HttpRequest, model_id: int) -> HttpResponse:
     return snapshot_requests.from_page(request, model_id, lambda user, model, snapshot:
-                                       exports.export(user, model, snapshot)[0])
+                                       services.export(user, model, snapshot)[0])
 
 
 def archive_response(request: HttpRequest, job_id: int) -> FileResponse:
     """The export job's archive as a zip download, read asynchronously; 404 until it is made."""
-    job = get_object_or_404(Job, pk=job_id, kind=exports.KIND)
-    path = exports.archive_path(job)
+    job = get_object_or_404(Job, pk=job_id, kind=services.KIND)
+    path = services.archive_path(job)
     if path is None:
         raise Http404("The export has no archive (yet).")
     response = FileResponse(open(path, "rb"), content_type="application/zip", as_attachment=True,
-                            filename=exports.download_name(job))
+                            filename=services.download_name(job))
     return streamed_asynchronously(request, response)
 
 

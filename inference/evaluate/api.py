@@ -1,4 +1,4 @@
-"""The JSON API of evaluations (see ``inference/openapi.py``): evaluate a
+"""The JSON API of evaluations (see ``openapi``): evaluate a
 model on a split, classify many (a list, a folder, an archive), read a
 report and its rows, and Compare a group's models."""
 
@@ -12,7 +12,8 @@ from jobs import serialize, uploadfiles
 from jobs.models import Job
 from web.api import BadRequest, api, json_body
 
-from . import results, services, trained
+from .. import trained
+from . import results, services
 from .forms import EvaluationForm, SplitForm
 from .views import evaluation_or_404
 

@@ -1,0 +1,26 @@
+"""Classify one's page of a model (``/models/<id>/classify``); its script
+calls ``POST /api/models/<id>/classify`` (``api``)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+
+from jobs.models import ACTIVE
+
+from .. import trained
+from .forms import MAX_IMAGE_BYTES
+from .gallery import gallery
+from .services import problem, refusal
+
+
+@login_required
+def page(request: HttpRequest, model_id: int) -> HttpResponse:
+    model = trained.model_or_404(model_id)
+    reason = problem(model) or refusal(request.user, model)
+    return render(request, "inference/classify.html", {
+        "job": model, "problem": reason, "training": model.status in ACTIVE, "snapshots": trained.snapshots(model),
+        "classes": [] if reason else trained.classes(model), "gallery": gallery(model),
+        "max_megabytes": MAX_IMAGE_BYTES // 2**20, "data": {"api": reverse("api-model-classify", args=[model.pk])}})

@@ -1,0 +1,64 @@
+"""The evaluations' part of the API description: evaluate a model,
+classify many, reports and their rows, and Compare."""
+
+from typing import Any
+
+from web.apischema import GROUP, GROUP_OWNER, JOB_ID, MODEL_ID, body, json_answer, operation, ref
+
+EVAL_SPLIT = {"type": "object", "properties": {
+    "split": {"enum": ["val", "test"], "default": "val"},
+    "snapshot": {"type": "string", "description": "a snapshot file of the model, e.g. epoch-3.pt; empty: the best"}}}
+EVAL_CREATED = json_answer({"allOf": [ref("Job"), {"type": "object", "properties": {"note": {
+    "type": "string", "description": "what to know, e.g. that the model is still training and its newest "
+                                     "snapshot is used"}}}]}, "Created and queued")
+NEW_EVALUATION = {"type": "object", "required": ["model", "source"], "properties": {
+    "model": {"type": "integer", "description": "a training job"}, "snapshot": EVAL_SPLIT["properties"]["snapshot"],
+    "source": {"enum": ["split", "list", "folder", "archive"]}, "split": EVAL_SPLIT["properties"]["split"],
+    "list_text": {"type": "string", "description": "`path [label]` a line; the label a class name or number"},
+    "prefix": {"type": "string", "description": "a server folder for the list's relative paths"},
+    "folder": {"type": "string", "description": "a server folder below DATASET_ROOTS; subfolders named after "
+                                                "classes give the labels"},
+    "top_n": {"type": "integer", "minimum": 1, "maximum": 100, "default": 5},
+    "name": {"type": "string"}, "group": {"type": "string"}, "notes": {"type": "string"},
+    "device": {"enum": ["cpu", "gpu"]}}}
+EVAL_REPORT = {"type": "object", "properties": {
+    "id": {"type": "integer"}, "status": {"type": "string"}, "model": {"type": ["integer", "null"]},
+    "note": {"type": "string"},
+    "report": {"type": ["object", "null"], "description": "null until done: classes, count, classified, unreadable, "
+               "labelled, top1, top5, per_class [{class, count, predicted, precision, recall, accuracy}], confusion "
+               "(rows: true class, columns: predicted), mistakes (row numbers, most confident first), top_n "
+               "{n, classes: [{most, least}]}, snapshot, warnings"}}}
+EVAL_ROWS_QUERY = [{"name": name, "in": "query", "schema": schema, "description": text} for name, schema, text in (
+    ("label", {"type": "integer"}, "true class index"), ("predicted", {"type": "integer"}, "top-1 class index"),
+    ("outcome", {"enum": ["correct", "wrong", "unlabelled", "unreadable"]}, ""),
+    ("rows", {"type": "string"}, "row numbers separated by commas (at most 500), in their order"),
+    ("list", {"enum": ["mistakes"]}, "the report's mistakes, most confident first, a page at a time"),
+    ("page", {"type": "integer", "default": 1}, ""), ("size", {"type": "integer", "default": 50, "maximum": 500}, ""))]
+
+PATHS: dict[str, Any] = {
+    "/api/models/{model_id}/evaluate": {
+        "parameters": [MODEL_ID],
+        "post": operation("Evaluate a model on its dataset's validation or test split", {"201": EVAL_CREATED},
+                          ("400", "401", "404"), requestBody=body(EVAL_SPLIT))},
+    "/api/evaluations": {"post": operation(
+        "Classify many: a model on a text list, a server folder or an uploaded archive (multipart), or a split",
+        {"201": EVAL_CREATED}, ("400", "401", "413"), requestBody={"required": True, "content": {
+            "application/json": {"schema": NEW_EVALUATION},
+            "multipart/form-data": {"schema": {"type": "object", "required": ["model"], "properties": {
+                "model": {"type": "integer"}, "archive": {"type": "string", "format": "binary"},
+                "list_file": {"type": "string", "format": "binary"}}}}}})},
+    "/api/evaluations/{job_id}/report": {"parameters": [JOB_ID], "get": operation(
+        "An evaluation's report", {"200": json_answer(EVAL_REPORT)}, ("401", "404"))},
+    "/api/evaluations/{job_id}/rows": {"parameters": [JOB_ID], "get": operation(
+        "An evaluation's images with their top 5, filtered and paged",
+        {"200": json_answer({"type": "object", "properties": {"total": {"type": "integer"}, "rows": {"type": "array"}}})},
+        ("400", "401", "404"), parameters=EVAL_ROWS_QUERY)},
+    "/api/compare/{owner}/{group}": {
+        "parameters": [GROUP_OWNER, GROUP],
+        "get": operation("The evaluations Compare queued for a group, with their accuracies",
+                         {"200": json_answer({"type": "object"})}),
+        "post": operation("Evaluate every model of the group on the same split",
+                          {"201": json_answer({"type": "object", "properties": {"jobs": {"type": "array"},
+                                                                          "skipped": {"type": "array"}}})},
+                          ("400", "401"), requestBody=body(EVAL_SPLIT))},
+}

@@ -3,17 +3,10 @@ file in its checkpoints folder, checked without torch."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from jobs.models import Job
 from trainer import jobfiles
 
-from .trained import Unusable
-
-
-def snapshot_names(model: Job) -> list[str]:
-    """The model's snapshot files that exist: per epoch in order, then ``best.pt``."""
-    return [Path(file).name for file in jobfiles.snapshots(model.folder)]
+from .trained import Unusable, snapshots
 
 
 def snapshot_file(model: Job, snapshot: str) -> str:
@@ -22,7 +15,7 @@ def snapshot_file(model: Job, snapshot: str) -> str:
     ``Unusable`` saying why there is none."""
     if not (model.folder / jobfiles.CONFIG).is_file():
         raise Unusable("The model has not started training yet: it has no snapshot.")
-    names = snapshot_names(model)
+    names = snapshots(model)
     if not names:
         raise Unusable("The model has no snapshot yet.")
     if not snapshot:

@@ -11,8 +11,11 @@ import pytest
 
 from trainer import eventkinds, jobfiles, steps, tasks
 from trainer.linetail import LineTail
+from trainer.targets import ClassLabels
 
 SHARED = ("trainer.jobfiles", "trainer.eventkinds", "trainer.steps", "trainer.linetail", "trainer.eventlog", "trainer.tasks")
+
+SCORE = (tasks.Metric("score", "score"),)
 
 
 def test_the_shared_modules_load_neither_torch_nor_django():
@@ -61,9 +64,10 @@ def test_every_tasks_series_are_read_and_an_unknown_task_is_named():
 def test_a_task_offers_the_uses_it_names_and_no_other():
     classification = tasks.task_of({})
     assert all(classification.offers(use) for use in tasks.uses.USES)
-    bare = tasks.Task("bare", "Bare", metrics=(), metrics_title="score")
+    bare = tasks.Task("bare", "Bare", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="")
     assert not any(bare.offers(use) for use in tasks.uses.USES), "a task offers no use it does not name"
-    only = tasks.Task("only", "Only", metrics=(), metrics_title="score", model_uses=frozenset({tasks.uses.EXPORT}))
+    only = tasks.Task("only", "Only", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="",
+                      model_uses=frozenset({tasks.uses.EXPORT}))
     assert [use for use in sorted(tasks.uses.USES) if only.offers(use)] == [tasks.uses.EXPORT]
 
 
@@ -71,7 +75,8 @@ def test_a_misspelt_use_fails_when_asked_and_when_a_task_names_it():
     with pytest.raises(ValueError, match="There is no use “clasify”: the uses are classify, evaluate, export"):
         tasks.task_of({}).offers("clasify")
     with pytest.raises(ValueError, match="The task “odd” names unknown uses \\(detect\\)"):
-        tasks.Task("odd", "Odd", metrics=(), metrics_title="score", model_uses=frozenset({"detect"}))
+        tasks.Task("odd", "Odd", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="",
+                   model_uses=frozenset({"detect"}))
 
 
 def test_training_steps_are_each_process_even_share_in_whole_batches():

@@ -14,17 +14,22 @@ import pytest
 from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.evalfiles import model_with_snapshot
-from trainer.tasks import TASKS, Task, uses
+from trainer.targets import ClassLabels
+from trainer.tasks import TASKS, Metric, Task, uses
 from training import services
 from training.modeljobs import models_offering, offers, unavailable
 
 SENTENCES = {use: f"{uses.LABELS[use]} is not available for Bare models." for use in uses.USES}
 
+# A series every run reader knows (``EVERY_SERIES`` is made at import, before a test adds its task).
+SCORE = (Metric("top1", "score"),)
+
 
 @pytest.fixture
 def bare_task(monkeypatch):
     """A task that offers no use, registered for the test alone."""
-    monkeypatch.setitem(TASKS, "bare", Task("bare", "Bare", metrics=(), metrics_title="score"))
+    monkeypatch.setitem(TASKS, "bare", Task("bare", "Bare", metrics=SCORE, metrics_title="score", targets=ClassLabels(),
+                                            training=""))
 
 
 def model(owner, name: str, **params) -> Job:
@@ -42,8 +47,8 @@ def test_a_model_is_offered_what_its_task_offers_and_one_of_no_task_is_a_classif
 
 
 def test_the_query_lists_only_models_and_only_of_the_tasks_that_offer_the_use(alice, monkeypatch):
-    monkeypatch.setitem(TASKS, "exporting", Task("exporting", "Exporting", metrics=(), metrics_title="score",
-                                                 model_uses=frozenset({uses.EXPORT})))
+    monkeypatch.setitem(TASKS, "exporting", Task("exporting", "Exporting", metrics=SCORE, metrics_title="score",
+                                                 targets=ClassLabels(), training="", model_uses=frozenset({uses.EXPORT})))
     exporting, classifier = model(alice, "exporting", task="exporting"), model(alice, "classifier")
     Job.objects.create(kind="dataset", name="a dataset", owner=alice)
     assert set(models_offering(uses.EXPORT)) == {exporting, classifier}

@@ -73,6 +73,8 @@ class Task:
         return self.metrics[0]
 
     def __post_init__(self) -> None:
+        if not self.metrics:
+            raise ValueError(f"The task “{self.name}” names no metric: its runs would have nothing to compare.")
         if unknown := self.model_uses - uses.USES:
             raise ValueError(f"The task “{self.name}” names unknown uses ({', '.join(sorted(unknown))}): "
                              f"the uses are {', '.join(sorted(uses.USES))}.")

@@ -217,8 +217,13 @@ def node_logs(folder: Path, nodes: int) -> str:
 # each), the flip by image number (the same images on either side), the views.
 RECIPE = {"averaging": {"kind": "lookahead", "decay": 0.9, "every": 5}, "flip": "alternating", "tta": "mirror_translate"}
 ONE_NODE, TWO_NODES = "two processes on one node", "one process on each of two nodes"
+TRAINING_HANG_SECONDS = 360
 
 
+# Three trainings of 15 s each alone: beside the suite's other processes each
+# may take several times that, and the per-training and per-test limits
+# guard against a hang, not a slow machine.
+@pytest.mark.timeout(1200)
 @pytest.mark.parametrize(("layout", "options"), [(ONE_NODE, {}), (TWO_NODES, {}), (ONE_NODE, RECIPE)],
                          ids=["one node", "two nodes", "one node, airbench recipe"])
 def test_two_processes_with_gloo_match_one_process(tmp_path, layout, options):
@@ -229,12 +234,12 @@ def test_two_processes_with_gloo_match_one_process(tmp_path, layout, options):
     common = {"epochs": 2, "scale_lr": False, "solver": "momentum", "lr": 0.01, **options}
     single = job_folder(tmp_path, train_config(bars, batch_size=16, **common), "single")
     double = job_folder(tmp_path, train_config(bars, batch_size=8, **common), "ddp")
-    assert train(single) == 0, log_of(single)
+    assert train(single, timeout=TRAINING_HANG_SECONDS) == 0, log_of(single)
     if layout == "two processes on one node":
-        assert train(double, processes=2) == 0, log_of(double)
+        assert train(double, processes=2, timeout=TRAINING_HANG_SECONDS) == 0, log_of(double)
         logged = log_of(double)
     else:
-        codes = train_on_nodes(double, nodes=2)
+        codes = train_on_nodes(double, nodes=2, timeout=TRAINING_HANG_SECONDS)
         logged = node_logs(double, nodes=2)
         assert codes == [0, 0], logged
 

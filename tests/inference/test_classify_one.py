@@ -349,8 +349,9 @@ def test_a_user_may_have_only_so_many_requests_in_flight_and_others_are_still_se
 
     assert send(alice).status_code == 200  # the model loaded, the web server warm
     waiting, queue = redis.Redis.from_url(settings.REDIS_URL), modelclient.requests_key(settings.REDIS_PREFIX)
-    # Paused, as a busy model server, what is sent waits in its queue. Its read of the queue that was under way when it stopped ends first (in
-    # a second), or Redis would hand it the first request sent.
+    # Paused, as a busy model server, what is sent waits in its queue. Its
+    # read of the queue that was under way when it stopped ends first (in a
+    # second), or Redis would hand it the first request sent.
     os.kill(model_server.pid, signal.SIGSTOP)
     # A busy server keeps saying it is alive; a paused one cannot, so the
     # test says it for as long as the pause may last on a loaded machine.

@@ -309,8 +309,12 @@ def test_every_solver_lowers_the_loss(tmp_path, bars, solver):
     lr = {"sgd": 0.3, "momentum": 0.05, "nesterov": 0.05, "adam": 0.003, "adamw": 0.003, "rmsprop": 0.0003,
           "adagrad": 0.02, "adadelta": 1.0, "lars": 5.0, "lamb": 0.01}[solver]
     folder = run_here(tmp_path, bars, solver=solver, lr=lr, epochs=2, lr_policy={"name": "fixed"})
-    losses = [t["loss"] for t in of_kind(folder, kinds.TRAIN)]
-    assert losses[-1] < losses[0] * 0.8, (solver, losses)
+    first = of_kind(folder, kinds.TRAIN)[0]["loss"]
+    last_epoch = [t["loss"] for t in of_kind(folder, kinds.TRAIN) if t["epoch"] > 1]
+    # A train event averages the steps of a half-second window, so on a slow machine the last one can
+    # be a single noisy step; the last epoch's mean and the validation loss over the split are not.
+    assert sum(last_epoch) / len(last_epoch) < first * 0.8, (solver, first, last_epoch)
+    assert of_kind(folder, kinds.VAL)[-1]["loss"] < first * 0.8, (solver, first, of_kind(folder, kinds.VAL))
 
 
 @pytest.mark.parametrize("policy", [name for name, _, _ in lr_policy.POLICIES])

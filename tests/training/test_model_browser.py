@@ -8,8 +8,13 @@ from jobs.models import Job
 from tests.browser import needs_chromium, sign_up
 from tests.processes import wait_for
 from trainer import jobfiles
+from training import networkinfo
 
 pytestmark = needs_chromium
+
+# Customize and Visualize answer from a subprocess that imports torch: on a loaded machine that takes
+# as long as the product lets it (a place in its queue, then its time limit), and no longer.
+NETWORK_ANSWER_MS = (networkinfo.QUEUE_SECONDS + networkinfo.TIMEOUT_SECONDS + 10) * 1000
 
 
 def test_configure_a_model_start_it_and_watch_its_charts_grow(page, worker):
@@ -34,12 +39,14 @@ def test_configure_a_model_start_it_and_watch_its_charts_grow(page, worker):
     expect(page.locator("#lr-description")).to_contain_text("cosine")
 
     page.click("#customize")  # LeNet into the layer editor
-    expect(page.locator("#id_network_source_layers")).to_be_checked(timeout=20_000)
+    expect(page.locator("#id_network_source_layers")).to_be_checked(timeout=NETWORK_ANSWER_MS)
     expect(page.locator("#id_layers_text")).to_have_value(re.compile("conv"))
     page.check("#id_network_source_python")
     page.fill("#id_python_text", SLOW_LENET)
     page.click("#visualize")
-    expect(page.locator("#network-table")).to_contain_text("Conv2d", timeout=30_000)
+    expect(page.locator("#visualize")).to_have_text("Visualize", timeout=NETWORK_ANSWER_MS)  # answered
+    expect(page.locator("#network-error")).to_be_hidden()
+    expect(page.locator("#network-table")).to_contain_text("Conv2d")
     expect(page.locator("#network-table")).to_contain_text("428,074")  # LeNet for 4 classes
 
     page.click("text=Create model")

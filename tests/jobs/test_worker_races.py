@@ -111,6 +111,12 @@ class Race(RuleBasedStateMachine):
         self.running[w] = {}
         Worker.objects.filter(id=dead.id).update(
             last_seen=timezone.now() - timedelta(seconds=settings.WORKER_DEAD_AFTER_SECONDS + 1))
+        # The live workers' heartbeat threads beat every few seconds whatever the steps take; on a
+        # loaded machine one example can outlast the dead limit, and the reconciler would then (rightly)
+        # requeue the jobs of a worker this model holds alive.
+        for other in range(WORKERS):
+            if other != w:
+                self.beat(other)
         reconcile.reconcile()
         self.workers[w] = new_worker(w)
 

@@ -23,14 +23,16 @@ import numpy as np
 from .archives import Entry, MemberReader
 from .dataset_sources import inside
 from .datastore import encode
-from .imageio import ImageError, load_image, resize
+from .imageio import ImageError, load_image_sized, resize
+from .targets import TargetError
 
 MEAN_MEMORY_BYTES = 256 * 1024**2  # at most this for the rows of sums (at least one row)
 
-# (position in the plan, file path or archive member name, archive member or None, split, slot)
-Task = tuple[int, str, Entry | None, str, int]
-# (position in the plan, stored?, encoded bytes or None, sha256 of the stored bytes or None, why not stored)
-Result = tuple[int, bool, bytes | None, bytes | None, str]
+# (position in the plan, file path or archive member name, archive member or None, split, slot, planned target)
+Task = tuple[int, str, Entry | None, str, int, Any]
+# (position in the plan, stored?, encoded bytes or None, sha256 of the stored bytes or None, why not stored,
+#  the target placed on the stored image, what placing it counted)
+Result = tuple[int, bool, bytes | None, bytes | None, str, Any, dict[str, int]]
 
 
 class MeanSums:
@@ -103,25 +105,26 @@ def _add_to_mean(pixels: np.ndarray) -> None:
 
 
 def decode(task: Task) -> Result:
-    """Decode, resize and store one image."""
-    index, path, member, split, slot = task
+    """Decode, resize and store one image, and place its target on the stored image."""
+    index, path, member, split, slot, planned = task
     o = _Worker.options
     if member is None and os.path.islink(path) and not inside(Path(path), o["roots"]):
-        return index, False, None, None, "a link to a file outside the folders this server may read"
+        return index, False, None, None, "a link to a file outside the folders this server may read", None, {}
     try:
-        image = load_image(_source(path, member), o["channels"], draft=(o["width"], o["height"]),
-                           resize_mode=o["resize_mode"])
+        image, shown = load_image_sized(_source(path, member), o["channels"], draft=(o["width"], o["height"]),
+                                        resize_mode=o["resize_mode"])
+        target, counted = o["targets"].placed(planned, shown, image.size, o)
         pixels = resize(image, o["width"], o["height"], o["resize_mode"], np.random.default_rng([o["seed"], index]))
-    except ImageError as exc:
-        return index, False, None, None, str(exc)
+    except (ImageError, TargetError) as exc:
+        return index, False, None, None, str(exc), None, {}
     if split == "train":
         _add_to_mean(pixels)
     if o["encoding"] == "none":
         pixels = np.ascontiguousarray(pixels)  # written and hashed in place, not copied to bytes
         _store_raw(split, slot, pixels)
-        return index, True, None, hashlib.sha256(pixels).digest(), ""
+        return index, True, None, hashlib.sha256(pixels).digest(), "", target, counted
     encoded = encode(pixels, o["encoding"], o["quality"])
-    return index, True, encoded, hashlib.sha256(encoded).digest(), ""
+    return index, True, encoded, hashlib.sha256(encoded).digest(), "", target, counted
 
 
 def decode_batch(tasks: list[Task]) -> list[Result]:

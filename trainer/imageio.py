@@ -31,7 +31,16 @@ class ImageError(Exception):
 
 def load_image(source: str | os.PathLike | bytes, channels: int, draft: tuple[int, int] | None = None,
                resize_mode: str = "squash", max_pixels: int | None = None) -> Image.Image:
-    """Decode ``source`` (a path or bytes) into mode "L" (channels 1) or "RGB" (3).
+    """Decode ``source`` (a path or bytes): ``load_image_sized``'s image."""
+    return load_image_sized(source, channels, draft, resize_mode, max_pixels)[0]
+
+
+def load_image_sized(source: str | os.PathLike | bytes, channels: int, draft: tuple[int, int] | None = None,
+                     resize_mode: str = "squash",
+                     max_pixels: int | None = None) -> tuple[Image.Image, tuple[int, int]]:
+    """Decode ``source`` (a path or bytes) into mode "L" (channels 1) or "RGB" (3),
+    with the width and height the file's image has as shown (after its EXIF
+    rotation), which a JPEG ``draft`` decode makes larger than the decoded one.
 
     ``max_pixels`` refuses a larger image from the size in its header, before
     any pixel is decoded: a PNG of a few hundred KB may hold 81 megapixels,
@@ -66,7 +75,7 @@ def load_image(source: str | os.PathLike | bytes, channels: int, draft: tuple[in
 
 
 def _decode(handle, channels: int, draft: tuple[int, int] | None, resize_mode: str,
-            max_pixels: int | None) -> Image.Image:
+            max_pixels: int | None) -> tuple[Image.Image, tuple[int, int]]:
     with warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)
         try:
@@ -76,18 +85,19 @@ def _decode(handle, channels: int, draft: tuple[int, int] | None, resize_mode: s
                 if max_pixels and width * height > max_pixels:
                     raise ImageError(f"{width} × {height} is {width * height / 1e6:.1f} megapixels; "
                                      f"at most {max_pixels / 1e6:.1f} megapixels are accepted")
+                turned = image.getexif().get(ExifTags.Base.Orientation, 1) in TURNED_ORIENTATIONS
+                shown = (height, width) if turned else (width, height)
                 if draft and image.format == "JPEG":
-                    image.draft("L" if channels == 1 else "RGB", _draft_size(image, *draft, resize_mode))
+                    image.draft("L" if channels == 1 else "RGB", _draft_size(image, turned, *draft, resize_mode))
                 image.load()
-                return convert(ImageOps.exif_transpose(image), channels)
+                return convert(ImageOps.exif_transpose(image), channels), shown
         except Image.DecompressionBombWarning as exc:
             raise ImageError(f"refused as a possible decompression bomb: {exc}") from None
 
 
-def _draft_size(image: Image.Image, width: int, height: int, mode: str) -> tuple[int, int]:
+def _draft_size(image: Image.Image, turned: bool, width: int, height: int, mode: str) -> tuple[int, int]:
     """The size the resize will scale the stored image to, in the stored orientation (before the
-    EXIF rotation that ``exif_transpose`` applies after decoding)."""
-    turned = image.getexif().get(ExifTags.Base.Orientation, 1) in TURNED_ORIENTATIONS
+    EXIF rotation that ``exif_transpose`` applies after decoding; ``turned``: it swaps the axes)."""
     stored_w, stored_h = image.size
     shown_w, shown_h = (stored_h, stored_w) if turned else (stored_w, stored_h)
     scaled = (width, height) if mode not in SCALING_MODES else _scaled_size((shown_w, shown_h), _scale(mode, width, height,

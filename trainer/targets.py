@@ -12,9 +12,14 @@ the most that any image of the dataset has; a mask image.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
+
+
+class TargetError(Exception):
+    """Why an image's target cannot be placed on its stored image (e.g. a box
+    outside the image); the build skips the image with this reason."""
 
 
 class TargetWriter(Protocol):
@@ -28,6 +33,24 @@ class TargetWriter(Protocol):
 
 class TargetFormat(Protocol):
     def file(self, split: str) -> str: ...
+
+    def placed(self, planned: Any, shown_size: tuple[int, int], decoded_size: tuple[int, int],
+               options: dict[str, Any]) -> tuple[Any, dict[str, int]]:
+        """In the build's pool: an image's target as its task's planner read
+        it, placed on the stored image (the build's ``width``, ``height`` and
+        ``resize_mode`` and its ``placing`` options), for the writer's
+        ``put``; and what placing it counted. ``shown_size``: the source
+        image's width and height; ``decoded_size``: the decoded image's,
+        smaller after a JPEG draft decode. Raises TargetError."""
+        ...
+
+    def classes_in(self, stored: Any) -> list[int]:
+        """The distinct classes a placed target shows (the manifest counts images per class)."""
+        ...
+
+    def planned_class(self, planned: Any, classes: list[str]) -> str:
+        """The class a skipped image's report names ("" when not one)."""
+        ...
 
     def writer(self, capacity: int) -> TargetWriter: ...
 
@@ -43,6 +66,16 @@ class ClassLabels:
 
     def file(self, split: str) -> str:
         return f"{split}-labels.npy"
+
+    def placed(self, planned: Any, shown_size: tuple[int, int], decoded_size: tuple[int, int],
+               options: dict[str, Any]) -> tuple[int, dict[str, int]]:
+        return int(planned), {}
+
+    def classes_in(self, stored: Any) -> list[int]:
+        return [int(stored)]
+
+    def planned_class(self, planned: Any, classes: list[str]) -> str:
+        return classes[int(planned)]
 
     def writer(self, capacity: int) -> TargetWriter:
         return _LabelWriter(self, capacity)

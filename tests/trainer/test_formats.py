@@ -64,9 +64,9 @@ def test_every_tasks_series_are_read_and_an_unknown_task_is_named():
 def test_a_task_offers_the_uses_it_names_and_no_other():
     classification = tasks.task_of({})
     assert all(classification.offers(use) for use in tasks.uses.USES)
-    bare = tasks.Task("bare", "Bare", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="")
+    bare = tasks.Task("bare", "Bare", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="", plan="")
     assert not any(bare.offers(use) for use in tasks.uses.USES), "a task offers no use it does not name"
-    only = tasks.Task("only", "Only", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="",
+    only = tasks.Task("only", "Only", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="", plan="",
                       model_uses=frozenset({tasks.uses.EXPORT}))
     assert [use for use in sorted(tasks.uses.USES) if only.offers(use)] == [tasks.uses.EXPORT]
 
@@ -75,7 +75,7 @@ def test_a_misspelt_use_fails_when_asked_and_when_a_task_names_it():
     with pytest.raises(ValueError, match="There is no use “clasify”: the uses are classify, evaluate, export"):
         tasks.task_of({}).offers("clasify")
     with pytest.raises(ValueError, match="The task “odd” names unknown uses \\(detect\\)"):
-        tasks.Task("odd", "Odd", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="",
+        tasks.Task("odd", "Odd", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="", plan="",
                    model_uses=frozenset({"detect"}))
 
 

@@ -129,7 +129,7 @@ def test_the_api_creates_a_model_with_the_pages_defaults(alice, digits):
 
 def test_early_stopping_watches_the_loss_or_the_datasets_own_headline_metric(alice, monkeypatch):
     counting = Task("counting", "Counting", metrics=(Metric("exact", "exact count"),), metrics_title="exact counts",
-                    targets=ClassLabels(), training="")
+                    targets=ClassLabels(), training="", plan="")
     monkeypatch.setitem(tasks.TASKS, "counting", counting)
     counted = dataset(alice, name="counted")
     manifest = counted.folder / jobfiles.DATASET / jobfiles.MANIFEST

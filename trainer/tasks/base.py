@@ -1,9 +1,10 @@
 """What a task says about itself that the web side and the trainer share,
 torch-free and Django-free: its name and label, its metrics and the chart
 series its runs report (the event kind and field each is read from), the
-format of its datasets' targets (``trainer.targets``), the module of its
-trainer side (``trainer.tasks.training``), and what the web can do with a
-model of it (``uses``)."""
+format of its datasets' targets (``trainer.targets``), the modules of its
+dataset planner (``trainer.buildplan``) and trainer side
+(``trainer.tasks.training``), and what the web can do with a model of it
+(``uses``)."""
 
 from __future__ import annotations
 
@@ -62,6 +63,10 @@ class Task:
     targets: TargetFormat
     # The module of its trainer side, imported by the trainer alone (torch).
     training: str
+    # The module whose ``plan(config, partial, roots)`` reads a dataset
+    # build's source into the images to store and their targets
+    # (``trainer.buildplan``).
+    plan: str
     # The web features that can use a model of this task (names from
     # ``uses``): a task offers none it does not name.
     model_uses: frozenset[str] = frozenset()

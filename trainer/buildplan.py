@@ -1,0 +1,51 @@
+"""What a dataset build is asked to make, whatever the task: each image's
+source, its target and its split (``Item``), the classes, and what was left
+out before any image was decoded. A task's planner (``Task.plan``) reads the
+build's source into a ``Plan``; the build (``trainer.dataset_build``)
+decodes, resizes and stores it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .archives import Entry
+
+SPLITS = ("train", "val", "test")
+# A compressed tar's uncompressed copy, beside the dataset being built, read in
+# place by the build's pool and deleted when it is done.
+UNCOMPRESSED_ARCHIVE = "archive.tar"
+
+
+class BuildError(Exception):
+    """A problem with the whole build (not one file); its message is shown to the user."""
+
+
+@dataclass
+class Item:
+    path: str  # a file's path, or an archive member's name as the archive spells it
+    # What the image trains towards, as the task's planner read it; the task's
+    # target format places it on the stored image (``TargetFormat.placed``).
+    target: Any
+    split: str
+    member: Entry | None = None
+
+
+@dataclass
+class Plan:
+    classes: list[str]
+    items: list[Item]
+    # Files left out, each {"path", "class", "split", "reason"} ("class" may be "").
+    skipped: list[dict[str, Any]]
+    warnings: list[str]
+
+
+def split_counts(n: int, val_percent: float, test_percent: float) -> tuple[int, int]:
+    """Validation and test counts for a group of ``n`` images, leaving at least one for training."""
+    n_val, n_test = round(n * val_percent / 100), round(n * test_percent / 100)
+    while n_val + n_test >= n and n_val + n_test > 0:
+        if n_val >= n_test:
+            n_val -= 1
+        else:
+            n_test -= 1
+    return n_val, n_test

@@ -1,13 +1,18 @@
-"""Object detection's targets in the store: the boxes' file and what the
-pages read of it."""
+"""Object detection's targets in the store: the boxes' file, what the pages
+read of it, and its export to COCO."""
 
+import io
 import json
+import zipfile
 
 import numpy as np
 import pytest
+from PIL import Image
+from pycocotools.coco import COCO
 
-from trainer import tasks
-from trainer.datastore import RawSplitWriter, SplitReader, open_slots
+from trainer import jobfiles, tasks
+from trainer.datastore import EncodedSplitWriter, RawSplitWriter, SplitReader, encode, open_slots
+from trainer.detection.coco_export import coco_json, write_coco_zip
 from trainer.detection.targets import DIFFICULT, IGNORE, NO_CLASS, Boxes
 from trainer.tasks import detection
 
@@ -111,6 +116,79 @@ def test_a_splits_statistics_count_its_boxes_by_image_size_and_class(tmp_path):
     }
     with pytest.raises(ValueError, match="class 1 of 1 classes"):
         Boxes().statistics(stored(tmp_path), ["car"])
+
+
+class Pipe:
+    """A stream that can only be written to, as a streamed response is."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+
+    def write(self, data: bytes) -> int:
+        self.chunks.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def detection_dataset(folder, splits):
+    """A built detection dataset of 8×12 RGB PNG images: ``splits`` {split: the images' rows}."""
+    shape = (8, 12, 3)
+    rng = np.random.default_rng(0)
+    pixels = {}
+    for split, images in splits.items():
+        writer = EncodedSplitWriter(folder, split, shape, len(images), Boxes(), "png", 90)
+        pixels[split] = rng.integers(0, 256, (len(images), *shape), dtype=np.uint8)
+        for image, rows in zip(pixels[split], images, strict=True):
+            writer.add(encode(image, "png", 0), rows)
+        writer.close()
+    manifest = {"task": "detection", "classes": CLASSES, "image_shape": list(shape), "encoding": "png",
+                "splits": {split: {"count": len(images)} for split, images in splits.items()}}
+    (folder / jobfiles.MANIFEST).write_text(json.dumps(manifest))
+    return pixels
+
+
+def test_a_detection_dataset_exports_to_coco_that_pycocotools_reads_back(tmp_path):
+    val = [[[1.5, 2.25, 10.3, 7, 2, 0]]]
+    pixels = detection_dataset(tmp_path, {"train": IMAGES, "val": val, "test": []})
+    out = Pipe()
+    write_coco_zip(tmp_path, out)
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(out.chunks)))
+    assert sorted(archive.namelist()) == [
+        "annotations/instances_train.json", "annotations/instances_val.json", *(f"images/train/00000{i}.png" for i in range(4)),
+        "images/val/000000.png"]
+    with Image.open(io.BytesIO(archive.read("images/train/000002.png"))) as image:
+        assert np.array_equal(np.asarray(image), pixels["train"][2])
+    for split, images in (("train", IMAGES), ("val", val)):
+        path = tmp_path / f"instances_{split}.json"
+        path.write_bytes(archive.read(f"annotations/instances_{split}.json"))
+        coco = COCO(str(path))
+        assert [c["name"] for c in coco.loadCats(coco.getCatIds())] == CLASSES and coco.getCatIds() == [1, 2, 3]
+        assert {(i["file_name"], i["width"], i["height"]) for i in coco.loadImgs(coco.getImgIds())} == {
+            (f"{n:06d}.png", 12, 8) for n in range(len(images))}
+        for position, rows in enumerate(images):
+            found = coco.loadAnns(coco.getAnnIds(imgIds=[position + 1]))
+            kept = [r for r in rows if not r[5] & IGNORE]  # ignore regions are left out
+            assert len(found) == len(kept)
+            for annotation, (x1, y1, x2, y2, label, flags) in zip(found, kept, strict=True):
+                assert annotation["bbox"] == pytest.approx([x1, y1, x2 - x1, y2 - y1], abs=1e-3)
+                assert annotation["area"] == pytest.approx((x2 - x1) * (y2 - y1), abs=1e-2)
+                assert annotation["category_id"] == label + 1 and annotation["iscrowd"] == int(flags == DIFFICULT)
+
+
+def test_coco_json_names_each_image_and_refuses_a_name_count_that_differs(tmp_path):
+    document = coco_json(stored(tmp_path), CLASSES, ["a.png", "b.png", "c.png", "d.png"], 640, 480)
+    assert [image["file_name"] for image in document["images"]] == ["a.png", "b.png", "c.png", "d.png"]
+    assert [a["id"] for a in document["annotations"]] == [1, 2, 3, 4]
+    with pytest.raises(ValueError, match="3 file names for 4 images"):
+        coco_json(stored(tmp_path), CLASSES, ["a.png", "b.png", "c.png"], 640, 480)
+
+
+def test_only_a_detection_dataset_exports_to_coco(tmp_path):
+    (tmp_path / jobfiles.MANIFEST).write_text(json.dumps({"task": "classification"}))
+    with pytest.raises(ValueError, match="not a classification one"):
+        write_coco_zip(tmp_path, Pipe())
 
 
 def test_the_detection_task_heads_with_map50_and_is_not_yet_registered():

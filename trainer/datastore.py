@@ -9,7 +9,8 @@ Per split, in the dataset folder:
   after another) and ``<split>-index.npy`` (``N×2`` int64 offset and length);
 - always the split's targets, in the format of the dataset's task
   (``trainer.targets``; classification: ``<split>-labels.npy``, ``N`` int32
-  class indices).
+  class indices; detection: ``<split>-boxes.npy``, ``N×K×6`` float32 boxes,
+  ``trainer.detection.targets``).
 
 The writer streams pixels: memory grows with the number of images by their
 targets alone.

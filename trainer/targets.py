@@ -5,8 +5,13 @@ The store (``datastore``) writes a split's targets through the format while
 the build runs and reads them back for the trainer and the gallery. The
 trainer batches a split's targets as one array whose first axis is the
 images (``data.Batches`` selects rows of it, on the device or off it), so a
-format keeps the same shape for every image: one class index; boxes padded to
-the most that any image of the dataset has; a mask image.
+format keeps the same shape for every image of a split: one class index;
+boxes padded to the most that any image of the split has
+(``trainer.detection.targets``); a mask image.
+
+What the pages show of targets goes through the format too, so a page needs
+no task of its own: the classes an image shows and where (``shown``), and a
+split's statistics (``statistics``), both plain JSON-serialisable values.
 """
 
 from __future__ import annotations
@@ -60,6 +65,17 @@ class TargetFormat(Protocol):
 
     def classes_of(self, targets: np.ndarray, position: int) -> list[int]: ...
 
+    def shown(self, targets: np.ndarray, position: int) -> list[dict[str, Any]]:
+        """What the gallery draws of an image: one dict a thing it shows,
+        each with its ``class`` index."""
+        ...
+
+    def statistics(self, targets: np.ndarray, classes: list[str]) -> dict[str, Any]:
+        """A split's statistics for its Explore page: at least ``images``
+        (its count) and ``per_class``, a dict a class in class order with its
+        ``name`` and ``images`` (the images showing it)."""
+        ...
+
 
 class ClassLabels:
     """One class index an image (int32): ``<split>-labels.npy``."""
@@ -90,6 +106,17 @@ class ClassLabels:
     def classes_of(self, targets: np.ndarray, position: int) -> list[int]:
         """The classes an image shows (the gallery names them)."""
         return [int(targets[position])]
+
+    def shown(self, targets: np.ndarray, position: int) -> list[dict[str, Any]]:
+        return [{"class": int(targets[position])}]
+
+    def statistics(self, targets: np.ndarray, classes: list[str]) -> dict[str, Any]:
+        """The images and the images per class (the manifest's ``per_class``)."""
+        counts = np.bincount(targets, minlength=len(classes))
+        if len(counts) > len(classes):
+            raise ValueError(f"The targets name class {len(counts) - 1} of {len(classes)} classes.")
+        return {"images": len(targets),
+                "per_class": [{"name": name, "images": int(count)} for name, count in zip(classes, counts, strict=True)]}
 
 
 class _LabelWriter:

@@ -1,6 +1,7 @@
 """A task's target format in the store: classification's class labels."""
 
 import numpy as np
+import pytest
 
 from trainer.datastore import RawSplitWriter, SplitReader, open_slots
 from trainer.targets import ClassLabels
@@ -18,6 +19,15 @@ def test_class_labels_keep_the_targets_of_the_images_stored_in_store_order(tmp_p
     assert (tmp_path / labels.file("val")).is_file()
     assert labels.images_of_class(stored, 4).tolist() == [1]
     assert labels.classes_of(stored, 2) == [5]
+    assert labels.shown(stored, 2) == [{"class": 5}]
+
+
+def test_class_labels_count_their_images_per_class_as_the_manifest_does():
+    labels = np.array([2, 0, 2, 2], dtype=np.int32)
+    assert ClassLabels().statistics(labels, ["a", "b", "c"]) == {
+        "images": 4, "per_class": [{"name": "a", "images": 1}, {"name": "b", "images": 0}, {"name": "c", "images": 3}]}
+    with pytest.raises(ValueError, match="class 2 of 2 classes"):
+        ClassLabels().statistics(labels, ["a", "b"])
 
 
 def test_a_raw_split_with_a_skipped_image_reads_back_each_image_with_its_own_label(tmp_path):

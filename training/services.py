@@ -85,7 +85,7 @@ def dataset_choices() -> list[tuple[str, str]]:
     choices = [("", "Choose a dataset")]
     for job in Job.objects.filter(kind="dataset", status=Status.DONE):
         info = dataset_services.manifest(job)
-        if info:
+        if info and task_of(info).trains:
             choices.append((str(job.pk), dataset_label(job, info)))
     return choices
 
@@ -102,6 +102,10 @@ def built_dataset(value: Any) -> tuple[Job, dict[str, Any]]:
     info = dataset_services.manifest(job)
     if info is None:
         raise forms.ValidationError(f"The dataset “{job.name}” (#{job.pk}) has no built images in its folder.")
+    task = task_of(info)
+    if not task.trains:
+        raise forms.ValidationError(f"The dataset “{job.name}” (#{job.pk}) is for {task.label.lower()}, and no network "
+                                    "of this app trains for it yet.")
     return job, info
 
 

@@ -61,8 +61,9 @@ class Task:
     metrics_title: str
     # What its datasets store for each image beside the pixels (numpy).
     targets: TargetFormat
-    # The module of its trainer side, imported by the trainer alone (torch).
-    training: str
+    # The module of its trainer side, imported by the trainer alone (torch);
+    # None while its models cannot be trained (its datasets can be built).
+    training: str | None
     # The module whose ``plan(config, partial, roots)`` reads a dataset
     # build's source into the images to store and their targets
     # (``trainer.buildplan``).
@@ -70,6 +71,11 @@ class Task:
     # The web features that can use a model of this task (names from
     # ``uses``): a task offers none it does not name.
     model_uses: frozenset[str] = frozenset()
+
+    @property
+    def trains(self) -> bool:
+        """Whether models can be trained on its datasets."""
+        return self.training is not None
 
     @property
     def headline(self) -> Metric:

@@ -1,10 +1,11 @@
 """Object detection: boxes with a class each (``trainer.detection.targets``),
+read from KITTI, Pascal VOC, COCO or YOLO labels (``detection_plan``),
 scored by mean average precision over the classes, at an IoU of 0.5 (the
 headline) and averaged over IoUs from 0.5 to 0.95 (COCO's).
 
-Not yet among ``TASKS``: its trainer side (``Task.training``) is still to be
-written, and a registered task is one a dataset can be built for and a model
-trained on. Its models offer no use yet."""
+Its datasets can be built, explored and exported as COCO; its trainer side
+is not written yet (``training`` None), so no model trains on them and its
+models offer no use."""
 
 from trainer.detection.targets import Boxes
 
@@ -13,4 +14,5 @@ from .base import Metric, Task
 TASK = Task("detection", "Object detection", metrics=(
     Metric("map50", "mAP@0.5"),
     Metric("map", "mAP@0.5:0.95"),
-), metrics_title="mean average precision", targets=Boxes(), training="trainer.tasks.detection_training")
+), metrics_title="mean average precision", targets=Boxes(), training=None,
+    plan="trainer.tasks.detection_plan")

@@ -47,5 +47,8 @@ class Training(Protocol):
 
 
 def training_for(task: Task, classes: int, config: dict[str, Any]) -> Training:
-    """The training side of ``task`` for a dataset of ``classes`` classes and a job's ``config``."""
+    """The training side of ``task`` for a dataset of ``classes`` classes and a job's ``config``;
+    ValueError for a task that does not train."""
+    if task.training is None:
+        raise ValueError(f"No network of this app trains for {task.label.lower()} yet.")
     return importlib.import_module(task.training).Training(task, classes, config)

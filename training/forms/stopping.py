@@ -12,7 +12,7 @@ from trainer.tasks import TASKS, Task
 
 EARLY_STOPPING = [("none", "Off"), ("val_loss", "When the validation loss stops falling"),
                   *dict.fromkeys((task.headline.series, f"When the validation {task.metrics_title} stops rising")
-                                 for task in TASKS.values())]
+                                 for task in TASKS.values() if task.trains)]
 
 
 class StoppingFields(forms.Form):

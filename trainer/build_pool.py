@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .archives import Entry, MemberReader
+from .buildplan import pad_to
 from .dataset_sources import inside
 from .datastore import encode
 from .imageio import ImageError, load_image_sized, resize
@@ -111,10 +112,12 @@ def decode(task: Task) -> Result:
     if member is None and os.path.islink(path) and not inside(Path(path), o["roots"]):
         return index, False, None, None, "a link to a file outside the folders this server may read", None, {}
     try:
-        image, shown = load_image_sized(_source(path, member), o["channels"], draft=(o["width"], o["height"]),
-                                        resize_mode=o["resize_mode"])
+        padded = pad_to(o)  # a padding size is in the source's pixels: no draft decode
+        image, shown = load_image_sized(_source(path, member), o["channels"],
+                                        draft=None if padded else (o["width"], o["height"]), resize_mode=o["resize_mode"])
         target, counted = o["targets"].placed(planned, shown, image.size, o)
-        pixels = resize(image, o["width"], o["height"], o["resize_mode"], np.random.default_rng([o["seed"], index]))
+        pixels = resize(image, o["width"], o["height"], o["resize_mode"], np.random.default_rng([o["seed"], index]),
+                        padded)
     except (ImageError, TargetError) as exc:
         return index, False, None, None, str(exc), None, {}
     if split == "train":

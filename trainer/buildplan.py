@@ -40,6 +40,13 @@ class Plan:
     warnings: list[str]
 
 
+def pad_to(options: dict[str, Any]) -> tuple[int, int] | None:
+    """The size a build's ``placing`` options pad each image to before the
+    resize (DIGITS' padding, at the right and bottom), or None."""
+    placing = options.get("placing") or {}
+    return (int(placing["pad_width"]), int(placing["pad_height"])) if placing.get("pad_width") else None
+
+
 def split_counts(n: int, val_percent: float, test_percent: float) -> tuple[int, int]:
     """Validation and test counts for a group of ``n`` images, leaving at least one for training."""
     n_val, n_test = round(n * val_percent / 100), round(n * test_percent / 100)

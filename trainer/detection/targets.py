@@ -22,10 +22,18 @@ padding nor ignore regions.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from trainer.buildplan import pad_to
+from trainer.imageio import placement
+from trainer.targets import TargetError
+
+from .boxgeometry import move_boxes
 
 COLUMNS = 6  # x1, y1, x2, y2, class, flags
 CLASS, FLAGS = 4, 5
@@ -39,13 +47,64 @@ PER_IMAGE_EDGES = (0, 1, 2, 3, 4, 5, 10, 20, 50, 100)
 SIDE_EDGES = (0, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 
 
+# How far past its image's edge a box may reach and still be clipped to it
+# (rounding in the tool that drew it) rather than reported.
+OUTSIDE_TOLERANCE = 1.0
+
+
+@dataclass
+class PlannedBoxes:
+    """An image's boxes as the planner read them, before its image is
+    decoded: rows in the stored layout but in pixels of the source image as
+    shown (or fractions of its size, ``fractions``), and where each row came
+    from, for the build's report."""
+
+    rows: np.ndarray  # M×6 float64: x1, y1, x2, y2, class, flags
+    fractions: bool
+    sources: list[str]  # per row: "labels/3.txt, line 2"
+
+
 class Boxes:
     """An image's boxes (see the module). The writer's ``put(slot, rows)``
     takes an image's rows as an M×6 array-like in the stored layout (M may
-    be 0); ValueError for rows that break it."""
+    be 0); ValueError for rows that break it. The build's ``placed`` takes
+    ``PlannedBoxes``."""
 
     def file(self, split: str) -> str:
         return f"{split}-boxes.npy"
+
+    def placed(self, planned: PlannedBoxes, shown_size: tuple[int, int], decoded_size: tuple[int, int],
+               options: dict[str, Any]) -> tuple[np.ndarray, dict[str, int]]:
+        """The rows moved onto the stored image exactly as its pixels are
+        (``imageio.placement``, with the build's ``placing`` options
+        ``pad_width``, ``pad_height`` and ``min_box_size``). A box reaching
+        past its image by more than ``OUTSIDE_TOLERANCE`` skips the image
+        (TargetError naming its line); boxes smaller than ``min_box_size``
+        on the stored image are left out and counted (``small_boxes``)."""
+        width, height = shown_size
+        rows = planned.rows.copy()
+        if planned.fractions:
+            rows[:, :4] *= [width, height, width, height]
+        for (x1, y1, x2, y2), where in zip(rows[:, :4], planned.sources, strict=True):
+            if min(x1, y1) < -OUTSIDE_TOLERANCE or x2 > width + OUTSIDE_TOLERANCE or y2 > height + OUTSIDE_TOLERANCE:
+                raise TargetError(f"{where}: the box {x1:g}, {y1:g}, {x2:g}, {y2:g} reaches outside the "
+                                  f"{width}×{height} image")
+        rows[:, :4] /= np.tile(_decode_factors(shown_size, decoded_size), 2)
+        where_to = placement(*decoded_size, options["width"], options["height"], options["resize_mode"],
+                             pad_to(options))
+        min_size = float((options.get("placing") or {}).get("min_box_size") or 0.0)
+        moved, kept = move_boxes(rows[:, :4], where_to, min_size)
+        rows[:, :4] = moved
+        ignore = rows[:, FLAGS].astype(np.int32) & IGNORE != 0
+        small = ~kept & ~ignore
+        present = kept | (ignore & (moved[:, 2] > moved[:, 0]) & (moved[:, 3] > moved[:, 1]))
+        return rows[present].astype(np.float32), ({"small_boxes": int(small.sum())} if small.any() else {})
+
+    def classes_in(self, stored: np.ndarray) -> list[int]:
+        return sorted({int(c) for c in stored[objects(stored), CLASS]})
+
+    def planned_class(self, planned: PlannedBoxes, classes: list[str]) -> str:
+        return ""
 
     def writer(self, capacity: int) -> _BoxWriter:
         return _BoxWriter(self, capacity)
@@ -148,6 +207,17 @@ def _checked_rows(target: object) -> np.ndarray:
     if (flags != np.floor(flags)).any() or (flags < 0).any() or (flags > DIFFICULT | IGNORE).any():
         raise ValueError(f"A box's flags are {DIFFICULT} (difficult), {IGNORE} (ignore region) or both.")
     return rows
+
+
+def _decode_factors(shown: tuple[int, int], decoded: tuple[int, int]) -> np.ndarray:
+    """Per axis, how much smaller the decoded image is than the shown one: a
+    JPEG draft decode scales by 1/2, 1/4 or 1/8, rounding sizes up, so pixel
+    i covers the source's pixels from i·s to (i+1)·s (the last one cut)."""
+    factors = []
+    for have, got in zip(shown, decoded, strict=True):
+        scale = next((s for s in (1, 2, 4, 8) if math.ceil(have / s) == got), have / got)
+        factors.append(scale)
+    return np.array(factors, dtype=np.float64)
 
 
 def objects(targets: np.ndarray) -> np.ndarray:

@@ -37,6 +37,11 @@ class Annotated:
     # (YOLO): the build scales them once it has decoded the image.
     fractions: bool = False
     label_file: str | None = None  # where its boxes were read from, for reports
+    # The split the source put it in ("train", "val" or "test": COCO's
+    # instances_val.json, YOLO's images/val/), None when the source does not
+    # say. Added for the formats that ship their splits: without it the build
+    # would have to re-split images the user already kept apart.
+    split: str | None = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
@@ -145,45 +146,112 @@ def _scaled_size(size: tuple[int, int], scale: float) -> tuple[int, int]:
     return max(1, round(size[0] * scale)), max(1, round(size[1] * scale))
 
 
-def _scaled(image: Image.Image, scale: float) -> Image.Image:
-    size = _scaled_size(image.size, scale)
-    return image if size == image.size else image.resize(size, RESAMPLE)
+@dataclass(frozen=True)
+class Placement:
+    """Where an image's pixels land in a resized one; ``resize`` applies it to
+    pixels and ``trainer.detection.boxgeometry`` to boxes, so both move alike.
+
+    In order: pad the image at the right and bottom with black to ``pad_to``
+    (if given), scale that canvas to ``scaled``, then per axis crop from
+    ``crop`` or place at ``pad`` (with noise around) in a ``size`` image.
+    A point x of the image lands at ``x * scale + shift`` per axis.
+    """
+
+    image: tuple[int, int]  # the image's width and height
+    pad_to: tuple[int, int] | None  # the canvas it is padded to first, or None
+    scaled: tuple[int, int]  # the size the canvas is scaled to (rounded to whole pixels)
+    crop: tuple[int, int]  # x, y of the first kept pixel of the scaled canvas; 0 where an axis is not cropped
+    pad: tuple[int, int]  # x, y where the scaled canvas starts in the result; 0 where an axis is not padded
+    size: tuple[int, int]  # the result's width and height
+
+    @property
+    def canvas(self) -> tuple[int, int]:
+        """The size that is scaled: ``pad_to`` if given, else the image's."""
+        return self.pad_to or self.image
+
+    @property
+    def scale(self) -> tuple[float, float]:
+        """The scale applied per axis: the rounded scaled size over the canvas size (not the nominal scale)."""
+        return self.scaled[0] / self.canvas[0], self.scaled[1] / self.canvas[1]
+
+    @property
+    def shift(self) -> tuple[int, int]:
+        """Per axis, what is added to a scaled coordinate: the pad offset less the crop start."""
+        return self.pad[0] - self.crop[0], self.pad[1] - self.crop[1]
 
 
-def _fit_axis(pixels: np.ndarray, axis: int, target: int, rng: np.random.Generator) -> np.ndarray:
-    """Centre-crop or centre-pad (with noise) one axis to ``target``."""
+def placement(image_width: int, image_height: int, width: int, height: int, mode: str,
+              pad_to: tuple[int, int] | None = None) -> Placement:
+    """The geometry of resizing an image_width × image_height image to width × height in ``mode`` (see ``resize``).
+
+    Raises ValueError for an unknown mode or a size that is not positive, and
+    ``ImageError`` (a per-image reason for the build's report) for an image
+    larger than ``pad_to`` on either axis, as DIGITS refused it.
+    """
+    if mode not in RESIZE_MODES:
+        raise ValueError(f"unknown resize mode {mode!r}; use one of {', '.join(RESIZE_MODES)}")
+    if width <= 0 or height <= 0:
+        raise ValueError("width and height must be positive")
+    if pad_to is not None:
+        pad_to = (int(pad_to[0]), int(pad_to[1]))
+        if pad_to[0] <= 0 or pad_to[1] <= 0:
+            raise ValueError("the padding width and height must be positive")
+        if image_width > pad_to[0] or image_height > pad_to[1]:
+            raise ImageError(f"{image_width}×{image_height} is larger than the padding size {pad_to[0]}×{pad_to[1]}")
+    canvas = pad_to or (image_width, image_height)
+    if mode == "squash" or canvas == (width, height):
+        scaled = (width, height)
+    else:
+        scaled = _scaled_size(canvas, _scale(mode, width, height, *canvas))
+    crop = tuple(max(0, (have - want) // 2) for have, want in zip(scaled, (width, height), strict=True))
+    pad = tuple(max(0, (want - have) // 2) for have, want in zip(scaled, (width, height), strict=True))
+    return Placement((image_width, image_height), pad_to, scaled, crop, pad, (width, height))
+
+
+def _fit_axis(pixels: np.ndarray, axis: int, target: int, crop: int, pad: int, rng: np.random.Generator) -> np.ndarray:
+    """Crop one axis to ``target`` from ``crop``, or pad it (with noise) to ``target`` placing it at ``pad``."""
     have = pixels.shape[axis]
     if have > target:
-        start = (have - target) // 2
-        return pixels.take(range(start, start + target), axis=axis)
+        return pixels.take(range(crop, crop + target), axis=axis)
     if have < target:
-        before = (target - have) // 2
         shape = list(pixels.shape)
         shape[axis] = target
         out = _noise(rng, *shape)
         index = [slice(None)] * 3
-        index[axis] = slice(before, before + have)
+        index[axis] = slice(pad, pad + have)
         out[tuple(index)] = pixels
         return out
     return pixels
 
 
-def resize(image: Image.Image, width: int, height: int, mode: str, rng: np.random.Generator) -> np.ndarray:
+def place(image: Image.Image, where: Placement, rng: np.random.Generator) -> np.ndarray:
+    """Apply ``where`` (made for this image's size) to the pixels: (height, width, channels) uint8.
+
+    Padding to ``where.pad_to`` is black; the border of fill and half_crop is
+    noise drawn from ``rng``, so a seed gives the same pixels every time.
+    """
+    if image.size != where.image:
+        raise ValueError(f"the placement is for a {where.image[0]}×{where.image[1]} image, not {image.width}×{image.height}")
+    if where.pad_to is not None and where.pad_to != image.size:
+        canvas = Image.new(image.mode, where.pad_to)  # black
+        canvas.paste(image, (0, 0))
+        image = canvas
+    if image.size != where.scaled:
+        image = image.resize(where.scaled, RESAMPLE)
+    pixels = _fit_axis(to_array(image), 0, where.size[1], where.crop[1], where.pad[1], rng)
+    return _fit_axis(pixels, 1, where.size[0], where.crop[0], where.pad[0], rng)
+
+
+def resize(image: Image.Image, width: int, height: int, mode: str, rng: np.random.Generator,
+           pad_to: tuple[int, int] | None = None) -> np.ndarray:
     """Resize to (height, width, channels) the way NVIDIA DIGITS did:
 
     - squash: to the size, ignoring the aspect ratio;
     - crop: scale to cover the size, keep the centre;
     - fill: scale to fit inside, fill the border with noise;
     - half_crop: scale halfway between crop and fill, then crop or fill each axis.
-    """
-    if mode not in RESIZE_MODES:
-        raise ValueError(f"unknown resize mode {mode!r}; use one of {', '.join(RESIZE_MODES)}")
-    if width <= 0 or height <= 0:
-        raise ValueError("width and height must be positive")
-    if image.size == (width, height):
-        return to_array(image)
-    if mode == "squash":
-        return to_array(image.resize((width, height), RESAMPLE))
-    pixels = to_array(_scaled(image, _scale(mode, width, height, image.width, image.height)))
-    return _fit_axis(_fit_axis(pixels, 0, height, rng), 1, width, rng)
 
+    With ``pad_to`` (DIGITS' detection padding), the image is first padded at
+    the right and bottom with black to that size; a larger image raises ``ImageError``.
+    """
+    return place(image, placement(image.width, image.height, width, height, mode, pad_to), rng)

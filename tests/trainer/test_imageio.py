@@ -172,3 +172,61 @@ def test_a_turned_jpeg_is_never_decoded_smaller_than_its_target():
     image = load_image(jpeg_of_size(1000, 300, orientation=6), 3, draft=(256, 64))
     assert image.size == (300, 1000)  # shown turned; 150 wide would have to be stretched to 256
     assert load_image(jpeg_of_size(1000, 300, orientation=6), 3, draft=(64, 256)).size == (150, 500)
+
+
+def digits_resize_before_placement(image: Image.Image, width: int, height: int, mode: str,
+                                   rng: np.random.Generator) -> np.ndarray:
+    """``resize`` as it was before its geometry became a ``Placement``: the reference its pixels must keep to."""
+    def fit_axis(pixels, axis, target):
+        have = pixels.shape[axis]
+        if have > target:
+            start = (have - target) // 2
+            return pixels.take(range(start, start + target), axis=axis)
+        if have < target:
+            before = (target - have) // 2
+            shape = list(pixels.shape)
+            shape[axis] = target
+            out = rng.integers(0, 256, size=shape, dtype=np.uint8)
+            index = [slice(None)] * 3
+            index[axis] = slice(before, before + have)
+            out[tuple(index)] = pixels
+            return out
+        return pixels
+
+    def as_array(img):
+        pixels = np.asarray(img, dtype=np.uint8)
+        return pixels[:, :, None] if pixels.ndim == 2 else pixels
+
+    if image.size == (width, height):
+        return as_array(image)
+    if mode == "squash":
+        return as_array(image.resize((width, height), Image.Resampling.BILINEAR))
+    cover = max(width / image.width, height / image.height)
+    fit = min(width / image.width, height / image.height)
+    scale = {"crop": cover, "fill": fit, "half_crop": (cover + fit) / 2}[mode]
+    size = max(1, round(image.width * scale)), max(1, round(image.height * scale))
+    scaled = image if size == image.size else image.resize(size, Image.Resampling.BILINEAR)
+    return fit_axis(fit_axis(as_array(scaled), 0, height), 1, width)
+
+
+@pytest.mark.parametrize("mode", ["squash", "crop", "fill", "half_crop"])
+@pytest.mark.parametrize("image_size,target", [((37, 23), (16, 16)), ((23, 37), (40, 24)), ((64, 48), (64, 48)),
+                                               ((5, 90), (31, 7)), ((1280, 720), (96, 64)), ((3, 3), (8, 5))])
+def test_pixels_are_byte_identical_to_resize_before_placement(mode, image_size, target):
+    image = Image.effect_noise(image_size, 60).convert("RGB")
+    seed = sum(image_size) + sum(target)
+    ours = resize(image, *target, mode, np.random.default_rng(seed))
+    before = digits_resize_before_placement(image, *target, mode, np.random.default_rng(seed))
+    assert ours.dtype == before.dtype and ours.shape == before.shape and ours.tobytes() == before.tobytes()
+
+
+def test_padding_is_black_at_the_right_and_bottom_before_the_resize():
+    out = resize(Image.new("RGB", (4, 2), WHITE), 6, 6, "squash", RNG, pad_to=(6, 6))
+    assert (out[:2, :4] == 255).all() and (out[2:] == 0).all() and (out[:, 4:] == 0).all()
+    halved = resize(Image.new("L", (8, 4), 200), 8, 8, "squash", RNG, pad_to=(16, 16))  # the canvas halved
+    assert (halved[0, :3] == 200).all() and (halved[3:] == 0).all() and (halved[:, 5:] == 0).all()
+
+
+def test_an_image_larger_than_the_padding_size_is_refused_with_a_reason():
+    with pytest.raises(ImageError, match="^1280×720 is larger than the padding size 1248×384$"):
+        resize(Image.new("L", (1280, 720)), 640, 192, "squash", RNG, pad_to=(1248, 384))

@@ -20,14 +20,14 @@ from jobs.models import Job
 from trainer import jobfiles
 from trainer.datastore import png_bytes
 from trainer.imageio import ImageError, load_image, resize
-from trainer.tasks import task_of
+from trainer.tasks import DEFAULT, task_of
 from web.api import error
 from web.files import streamed_asynchronously
 from web.serverfolders import OutsideRoots, allowed, first_file
 
-from . import sample, services
+from . import sample, services, taskpages
 from .datasetsettings import applied, public_params
-from .forms import DatasetForm, sent_field_errors
+from .forms import BuildForm, DatasetForm
 
 PAGE_SIZES = (25, 50, 100, 200)
 SKIPPED_SHOWN = 500
@@ -35,11 +35,20 @@ SKIPPED_SHOWN = 500
 
 @login_required
 def new_dataset(request: HttpRequest) -> HttpResponse:
+    """The New dataset page of the task ``?task=`` (or the posted ``task``) names."""
     wants_json = request.headers.get("Accept") == "application/json"
+    asked = (request.POST if request.method == "POST" else request.GET).get("task")
+    try:
+        form_class = taskpages.form_class({"task": asked})
+    except taskpages.UnknownTask as exc:
+        if wants_json:
+            return error(str(exc), 400, errors={"task": [{"message": str(exc), "code": "unknown_task"}]})
+        return _new_page(request, DatasetForm(), DEFAULT, status=400, task_error=str(exc))
+    task = taskpages.task_named(asked).name
     if request.method == "POST":
         if refused := uploadfiles.refusal(request):
             return refused
-        form = DatasetForm(request.POST, request.FILES)
+        form = form_class(request.POST, request.FILES)
         if refused := uploadfiles.refusal(request):  # the handler stopped the upload while the form read it
             return refused
         if form.is_valid():
@@ -48,17 +57,21 @@ def new_dataset(request: HttpRequest) -> HttpResponse:
             return JsonResponse({"url": url, "id": job.pk}, status=201) if wants_json else redirect(url)
         if wants_json:
             return error("The form has errors.", 400, errors=form.errors.get_json_data())
-    else:
-        form = DatasetForm()
-    context = {"form": form, "upload_max": settings.UPLOAD_MAX_BYTES}
-    return render(request, "datasets/new.html", context, status=400 if request.method == "POST" else 200)
+        return _new_page(request, form, task, status=400)
+    return _new_page(request, form_class(), task)
+
+
+def _new_page(request: HttpRequest, form: BuildForm, task: str, status: int = 200, task_error: str = "") -> HttpResponse:
+    context = {"form": form, "upload_max": settings.UPLOAD_MAX_BYTES, "tasks": taskpages.tabs(), "chosen_task": task,
+               "task_error": task_error}
+    return render(request, "datasets/new.html", context, status=status)
 
 
 def early_refusal(fields: QueryDict, wants_json: bool) -> JsonResponse | None:
     """The page's answer to an upload whose fields sent before the file have
     errors (``web/fieldsfirst.py``); a form posted without the page's
     script gets the whole form's answer instead."""
-    errors = sent_field_errors(fields) if wants_json else {}
+    errors = taskpages.sent_field_errors(fields) if wants_json else {}
     return error("The form has errors.", 400, errors=errors) if errors else None
 
 

@@ -9,14 +9,18 @@ field, the API's field); none is classification (``trainer.tasks.DEFAULT``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from django.http import QueryDict
 
+from jobs.models import Job
+from trainer.detection.coco_export import write_coco_zip
 from trainer.tasks import DEFAULT, TASKS, Task, classification, detection
 
+from . import detection_pages
 from .detection_form import DetectionDatasetForm
 from .forms import BuildForm, DatasetForm, defaults
 
@@ -24,18 +28,22 @@ from .forms import BuildForm, DatasetForm, defaults
 @dataclass(frozen=True)
 class TaskPages:
     form: type[BuildForm]
-    # The template its dataset's job-page section adds (statistics), or "".
+    # The template its dataset's job-page section adds (statistics), or "",
+    # and what that template is given: section(job, manifest) -> context.
     section: str = ""
+    section_context: Callable[[Job, dict[str, Any]], dict[str, Any]] | None = None
     # Whether the gallery draws each image's targets over it (``shown``'s boxes).
     draws_boxes: bool = False
-    # Whether its datasets download as COCO (``trainer.detection.coco_export``).
-    exports_coco: bool = False
+    # What writes one of its built datasets (a folder) as a COCO zip to a
+    # stream, when its datasets download as COCO.
+    coco_export: Callable[[Path, IO[bytes]], None] | None = None
 
 
 PAGES: dict[str, TaskPages] = {
     classification.TASK.name: TaskPages(DatasetForm),
     detection.TASK.name: TaskPages(DetectionDatasetForm, section="datasets/section_detection.html",
-                                   draws_boxes=True, exports_coco=True),
+                                   section_context=detection_pages.section_context, draws_boxes=True,
+                                   coco_export=write_coco_zip),
 }
 if set(PAGES) != set(TASKS):
     raise ImportError(f"The dataset pages know the tasks {sorted(PAGES)}, the registry {sorted(TASKS)}.")
@@ -65,6 +73,11 @@ def form_class(data: Mapping[str, Any]) -> type[BuildForm]:
 def tabs() -> list[Task]:
     """The tasks the New dataset page offers, in their registry's order."""
     return list(TASKS.values())
+
+
+def coco_tasks() -> list[Task]:
+    """The tasks whose datasets download as COCO."""
+    return [task for task in TASKS.values() if PAGES[task.name].coco_export]
 
 
 def sent_field_errors(fields: QueryDict) -> dict[str, Any]:

@@ -4,14 +4,16 @@ dataset section of the job page, and the gallery. The JSON API is ``api``."""
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseNotFound, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
 from jobs import services as job_services
@@ -22,7 +24,7 @@ from trainer.datastore import png_bytes
 from trainer.imageio import ImageError, load_image, resize
 from trainer.tasks import DEFAULT, task_of
 from web.api import error
-from web.files import streamed_asynchronously
+from web.files import streamed_asynchronously, streamed_from_writer
 from web.serverfolders import OutsideRoots, allowed, first_file
 
 from . import sample, services, taskpages
@@ -128,6 +130,10 @@ def page_context(job: Job) -> dict[str, Any]:
             "chart": chart_data(info),
             "option_rows": option_rows(applied(public_params(info["options"]))),
         })
+        pages = taskpages.pages(task_of(info))
+        if pages.section_context:
+            context.update(pages.section_context(job, info), task_section=pages.section)
+        context["exports_coco"] = pages.coco_export is not None
     return context
 
 
@@ -149,7 +155,7 @@ def option_rows(options: dict[str, Any]) -> list[tuple[str, Any]]:
     labels = {"channels": "Channels", "width": "Width", "height": "Height", "resize_mode": "Resize mode",
               "val_percent": "% for validation", "test_percent": "% for testing", "min_per_class": "Minimum per class",
               "max_per_class": "Maximum per class", "encoding": "Encoding", "quality": "JPEG quality", "seed": "Seed",
-              "mean": "Mean image"}
+              "mean": "Mean image", "label_format": "Label format"}
     return rows + [(label, options.get(key)) for key, label in labels.items() if options.get(key) not in ("", None)]
 
 
@@ -164,6 +170,27 @@ def mean_image(request: HttpRequest, job_id: int) -> FileResponse:
 @login_required
 def skipped_report(request: HttpRequest, job_id: int) -> JsonResponse:
     return JsonResponse(services.skipped(services.job_or_404(job_id)), safe=False, json_dumps_params={"ensure_ascii": False})
+
+
+@login_required
+def coco_zip(request: HttpRequest, job_id: int) -> HttpResponse:
+    """The built dataset as a COCO zip, written while it is sent; a 404 that
+    says why for a dataset not built or of a task that does not export."""
+    job = services.job_or_404(job_id)
+    info = services.manifest(job)
+    if info is None:
+        return _not_found("This dataset is not built yet: it downloads as COCO once its build is done.")
+    task = task_of(info)
+    export = taskpages.pages(task).coco_export
+    if export is None:
+        return _not_found(f"Only {' or '.join(t.label.lower() for t in taskpages.coco_tasks())} datasets download "
+                          f"as COCO; this one is {task.label.lower()}.")
+    return streamed_from_writer(request, partial(export, services.folder(job)), "application/zip",
+                                f"{slugify(job.name) or 'dataset'}-coco.zip")
+
+
+def _not_found(message: str) -> HttpResponse:
+    return HttpResponseNotFound(message, content_type="text/plain; charset=utf-8")
 
 
 @login_required
@@ -184,9 +211,10 @@ def explore(request: HttpRequest, job_id: int) -> HttpResponse:
     shown = indices[(page - 1) * size: page * size]
     items = [{"index": int(i), "label": ", ".join(info["classes"][c] for c in targets.classes_of(reader.targets, int(i)))}
              for i in shown]
+    drawn = services.drawn_targets(info, reader, shown) if taskpages.pages(task_of(info)).draws_boxes else None
     return render(request, "datasets/explore.html", {
         "job": job, "info": info, "split": split, "splits": splits, "size": size, "sizes": PAGE_SIZES,
-        "chosen": chosen, "page": page, "pages": pages, "items": items, "total": len(indices),
+        "chosen": chosen, "page": page, "pages": pages, "items": items, "total": len(indices), "drawn": drawn,
     })
 
 

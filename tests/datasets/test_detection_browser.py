@@ -1,5 +1,9 @@
-"""In a real browser: a detection dataset's gallery draws each image's boxes
-over it, and unticking a class hides that class's boxes on every image."""
+"""In a real browser against the real (ASGI) server: a detection dataset's
+gallery draws each image's boxes over it, and unticking a class hides that
+class's boxes on every image; its COCO zip streams from the writer's thread."""
+
+import io
+import zipfile
 
 from django.contrib.auth.models import User
 
@@ -35,3 +39,17 @@ def test_the_gallery_draws_the_boxes_and_a_class_toggle_hides_them(page):
         expect(cars.nth(n)).to_be_visible()
     page.locator('#class-toggles input[data-class="1"]').check()
     expect(people.first).to_be_visible()
+
+
+def test_the_coco_download_streams_through_the_asgi_server(page):
+    sign_up(page, "ada")
+    job = Job.objects.create(kind="dataset", name="boxes", owner=User.objects.get(username="ada"), status=Status.DONE,
+                             progress=1.0)
+    make_detection_dataset(services.folder(job))
+    answer = page.request.get(f"/datasets/{job.pk}/coco.zip")
+    assert answer.status == 200 and answer.headers["content-type"] == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(answer.body())) as archive:
+        names = archive.namelist()
+    assert sorted(n for n in names if n.startswith("annotations/")) == [
+        "annotations/instances_train.json", "annotations/instances_val.json"]
+    assert len([n for n in names if n.startswith("images/")]) == 6

@@ -39,17 +39,16 @@ SKIPPED_SHOWN = 500
 def new_dataset(request: HttpRequest) -> HttpResponse:
     """The New dataset page of the task ``?task=`` (or the posted ``task``) names."""
     wants_json = request.headers.get("Accept") == "application/json"
-    asked = (request.POST if request.method == "POST" else request.GET).get("task")
+    if request.method == "POST" and (refused := uploadfiles.refusal(request)):  # before the body is read
+        return refused
     try:
-        form_class = taskpages.form_class({"task": asked})
+        task = taskpages.task_named((request.POST if request.method == "POST" else request.GET).get("task"))
     except taskpages.UnknownTask as exc:
         if wants_json:
             return error(str(exc), 400, errors={"task": [{"message": str(exc), "code": "unknown_task"}]})
         return _new_page(request, DatasetForm(), DEFAULT, status=400, task_error=str(exc))
-    task = taskpages.task_named(asked).name
+    form_class = taskpages.pages(task).form
     if request.method == "POST":
-        if refused := uploadfiles.refusal(request):
-            return refused
         form = form_class(request.POST, request.FILES)
         if refused := uploadfiles.refusal(request):  # the handler stopped the upload while the form read it
             return refused
@@ -59,8 +58,8 @@ def new_dataset(request: HttpRequest) -> HttpResponse:
             return JsonResponse({"url": url, "id": job.pk}, status=201) if wants_json else redirect(url)
         if wants_json:
             return error("The form has errors.", 400, errors=form.errors.get_json_data())
-        return _new_page(request, form, task, status=400)
-    return _new_page(request, form_class(), task)
+        return _new_page(request, form, task.name, status=400)
+    return _new_page(request, form_class(), task.name)
 
 
 def _new_page(request: HttpRequest, form: BuildForm, task: str, status: int = 200, task_error: str = "") -> HttpResponse:

@@ -11,26 +11,32 @@ from jobs.jobpaths import in_job_words
 from web.api import BadRequest, api, bad_request_message, error, json_body
 from web.serverfolders import OutsideRoots, listing
 
-from . import services
+from . import services, taskpages
 from .datasetsettings import public_manifest
-from .forms import DatasetForm, defaults, sent_field_errors
+from .forms import BuildForm, defaults
 
 
-def _form(request: HttpRequest) -> DatasetForm:
-    """Fields the request leaves out take the page's defaults, in a JSON body
-    and in a multipart one (with an upload) alike."""
+def _form(request: HttpRequest) -> BuildForm:
+    """The form of the task the request names (``task``; none is
+    classification); fields the request leaves out take the page's defaults,
+    in a JSON body and in a multipart one (with an upload) alike. A task no
+    task has is a BadRequest naming the tasks."""
+    data = json_body(request) if request.content_type == "application/json" else request.POST.copy()
+    try:
+        form_class = taskpages.form_class(data)
+    except taskpages.UnknownTask as exc:
+        raise BadRequest({"task": [{"message": str(exc), "code": "unknown_task"}]}) from None
     if request.content_type == "application/json":
-        return DatasetForm({**defaults(), **json_body(request)})
-    data = request.POST.copy()
-    for name, value in defaults().items():
+        return form_class({**defaults(form_class), **data})
+    for name, value in defaults(form_class).items():
         data.setdefault(name, value)
-    return DatasetForm(data, request.FILES)
+    return form_class(data, request.FILES)
 
 
 def early_refusal(fields: QueryDict, wants_json: bool) -> JsonResponse | None:
     """The answer to an upload whose fields sent before the file have errors
     (``web/fieldsfirst.py``): the one the whole form would get."""
-    errors = sent_field_errors(fields)
+    errors = taskpages.sent_field_errors(fields)
     return error(bad_request_message(errors), 400, errors=errors) if errors else None
 
 

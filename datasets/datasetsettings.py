@@ -66,12 +66,30 @@ def settings_table(job: Job) -> list[SettingsGroup]:
         ("Images", [("Size", f"{p.get('width')}×{p.get('height')}"),
                     ("Colour", "grayscale" if p.get("channels") == 1 else "colour"),
                     ("Resize", _text(p.get("resize_mode")))]),
+        *_label_rows(p),
         ("Split", [*_rows(p, ("Validation %", "val_percent"), ("Test %", "test_percent")),
-                   ("Images per class", f"{_text(p.get('min_per_class'))} to {_text(p.get('max_per_class'))}"),
+                   *([("Images per class", f"{_text(p.get('min_per_class'))} to {_text(p.get('max_per_class'))}")]
+                     if "min_per_class" in p else []),
                    ("Seed", _text(p.get("seed")))]),
         ("Storage", [("Encoding", _text(p.get("encoding"))), *_rows(p, ("Quality", "quality")),
                      ("Mean image", "yes" if p.get("mean") else "no")]),
     ]
+
+
+def _label_rows(params: dict[str, Any]) -> list[SettingsGroup]:
+    """The labels group of a dataset read with label files (detection's
+    ``label_format``, ``class_map``, ``placing``); none for the others."""
+    if "label_format" not in params:
+        return []
+    placing = params.get("placing") or {}
+    mapped = params.get("class_map")
+    padding = placing.get("pad_width")
+    return [("Labels", [
+        ("Format", _text(params["label_format"])),
+        ("Classes", "all, as named" if not mapped else ", ".join(k if k == v else f"{k} → {v}" for k, v in mapped.items())),
+        ("Padding", f"{padding}×{placing.get('pad_height')}" if padding else "none"),
+        ("Minimum box size", f"{_text(placing.get('min_box_size'))} px"),
+    ])]
 
 
 def _rows(params: dict[str, Any], *labelled: tuple[str, str]) -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
@@ -49,6 +50,34 @@ def reader(job: Job, split: str, info: dict[str, Any]) -> SplitReader:
     path = folder(job)
     mtime = (path / jobfiles.MANIFEST).stat().st_mtime
     return _reader(str(path), split, info["encoding"], tuple(info["image_shape"]), task_of(info).name, mtime)
+
+
+def statistics(job: Job, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each split's statistics (its task's ``TargetFormat.statistics``), for
+    the splits with images, in ``SPLITS`` order: computed once per build
+    (cached by the manifest's path and time) and shared, so not to be changed."""
+    path = folder(job)
+    mtime = (path / jobfiles.MANIFEST).stat().st_mtime
+    splits = tuple(s for s in SPLITS if info["splits"][s]["count"])
+    return _statistics(str(path), splits, tuple(info["classes"]), task_of(info).name, mtime)
+
+
+@lru_cache(maxsize=32)
+def _statistics(path: str, splits: tuple[str, ...], classes: tuple[str, ...], task: str,
+                mtime: float) -> dict[str, dict[str, Any]]:
+    targets = task_of({"task": task}).targets
+    return {split: targets.statistics(targets.read(Path(path), split), list(classes)) for split in splits}
+
+
+def drawn_targets(info: dict[str, Any], reader: SplitReader, positions: np.ndarray) -> dict[str, Any]:
+    """What the gallery draws over the images at ``positions``: the
+    ``classes``, the stored images' ``width`` and ``height`` (the boxes'
+    pixels) and each image's targets as its format shows them
+    (``images``: {position: [...]})."""
+    height, width = info["image_shape"][:2]
+    targets = task_of(info).targets
+    return {"classes": info["classes"], "width": width, "height": height,
+            "images": {str(int(i)): targets.shown(reader.targets, int(i)) for i in positions}}
 
 
 def disk_size(job: Job) -> int:

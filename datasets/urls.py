@@ -9,6 +9,7 @@ urlpatterns = [
     path("datasets/<int:job_id>/explore", views.explore, name="dataset-explore"),
     path("datasets/<int:job_id>/mean.png", views.mean_image, name="dataset-mean"),
     path("datasets/<int:job_id>/skipped.json", views.skipped_report, name="dataset-skipped"),
+    path("datasets/<int:job_id>/coco.zip", views.coco_zip, name="dataset-coco"),
     path("datasets/<int:job_id>/images/<str:split>/<int:index>.png", views.image, name="dataset-image"),
 ]
 

@@ -4,14 +4,16 @@ dataset section of the job page, and the gallery. The JSON API is ``api``."""
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseNotFound, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
 from jobs import services as job_services
@@ -20,14 +22,14 @@ from jobs.models import Job
 from trainer import jobfiles
 from trainer.datastore import png_bytes
 from trainer.imageio import ImageError, load_image, resize
-from trainer.tasks import task_of
+from trainer.tasks import DEFAULT, task_of
 from web.api import error
-from web.files import streamed_asynchronously
+from web.files import streamed_asynchronously, streamed_from_writer
 from web.serverfolders import OutsideRoots, allowed, first_file
 
-from . import sample, services
+from . import sample, services, taskpages
 from .datasetsettings import applied, public_params
-from .forms import DatasetForm, sent_field_errors
+from .forms import BuildForm, DatasetForm
 
 PAGE_SIZES = (25, 50, 100, 200)
 SKIPPED_SHOWN = 500
@@ -35,11 +37,19 @@ SKIPPED_SHOWN = 500
 
 @login_required
 def new_dataset(request: HttpRequest) -> HttpResponse:
+    """The New dataset page of the task ``?task=`` (or the posted ``task``) names."""
     wants_json = request.headers.get("Accept") == "application/json"
+    if request.method == "POST" and (refused := uploadfiles.refusal(request)):  # before the body is read
+        return refused
+    try:
+        task = taskpages.task_named((request.POST if request.method == "POST" else request.GET).get("task"))
+    except taskpages.UnknownTask as exc:
+        if wants_json:
+            return error(str(exc), 400, errors={"task": [{"message": str(exc), "code": "unknown_task"}]})
+        return _new_page(request, DatasetForm(), DEFAULT, status=400, task_error=str(exc))
+    form_class = taskpages.pages(task).form
     if request.method == "POST":
-        if refused := uploadfiles.refusal(request):
-            return refused
-        form = DatasetForm(request.POST, request.FILES)
+        form = form_class(request.POST, request.FILES)
         if refused := uploadfiles.refusal(request):  # the handler stopped the upload while the form read it
             return refused
         if form.is_valid():
@@ -48,17 +58,21 @@ def new_dataset(request: HttpRequest) -> HttpResponse:
             return JsonResponse({"url": url, "id": job.pk}, status=201) if wants_json else redirect(url)
         if wants_json:
             return error("The form has errors.", 400, errors=form.errors.get_json_data())
-    else:
-        form = DatasetForm()
-    context = {"form": form, "upload_max": settings.UPLOAD_MAX_BYTES}
-    return render(request, "datasets/new.html", context, status=400 if request.method == "POST" else 200)
+        return _new_page(request, form, task.name, status=400)
+    return _new_page(request, form_class(), task.name)
+
+
+def _new_page(request: HttpRequest, form: BuildForm, task: str, status: int = 200, task_error: str = "") -> HttpResponse:
+    context = {"form": form, "upload_max": settings.UPLOAD_MAX_BYTES, "tasks": taskpages.tabs(), "chosen_task": task,
+               "task_error": task_error}
+    return render(request, "datasets/new.html", context, status=status)
 
 
 def early_refusal(fields: QueryDict, wants_json: bool) -> JsonResponse | None:
     """The page's answer to an upload whose fields sent before the file have
     errors (``web/fieldsfirst.py``); a form posted without the page's
     script gets the whole form's answer instead."""
-    errors = sent_field_errors(fields) if wants_json else {}
+    errors = taskpages.sent_field_errors(fields) if wants_json else {}
     return error("The form has errors.", 400, errors=errors) if errors else None
 
 
@@ -115,6 +129,10 @@ def page_context(job: Job) -> dict[str, Any]:
             "chart": chart_data(info),
             "option_rows": option_rows(applied(public_params(info["options"]))),
         })
+        pages = taskpages.pages(task_of(info))
+        if pages.section_context:
+            context.update(pages.section_context(job, info), task_section=pages.section)
+        context["exports_coco"] = pages.coco_export is not None
     return context
 
 
@@ -136,7 +154,7 @@ def option_rows(options: dict[str, Any]) -> list[tuple[str, Any]]:
     labels = {"channels": "Channels", "width": "Width", "height": "Height", "resize_mode": "Resize mode",
               "val_percent": "% for validation", "test_percent": "% for testing", "min_per_class": "Minimum per class",
               "max_per_class": "Maximum per class", "encoding": "Encoding", "quality": "JPEG quality", "seed": "Seed",
-              "mean": "Mean image"}
+              "mean": "Mean image", "label_format": "Label format"}
     return rows + [(label, options.get(key)) for key, label in labels.items() if options.get(key) not in ("", None)]
 
 
@@ -151,6 +169,27 @@ def mean_image(request: HttpRequest, job_id: int) -> FileResponse:
 @login_required
 def skipped_report(request: HttpRequest, job_id: int) -> JsonResponse:
     return JsonResponse(services.skipped(services.job_or_404(job_id)), safe=False, json_dumps_params={"ensure_ascii": False})
+
+
+@login_required
+def coco_zip(request: HttpRequest, job_id: int) -> HttpResponse:
+    """The built dataset as a COCO zip, written while it is sent; a 404 that
+    says why for a dataset not built or of a task that does not export."""
+    job = services.job_or_404(job_id)
+    info = services.manifest(job)
+    if info is None:
+        return _not_found("This dataset is not built yet: it downloads as COCO once its build is done.")
+    task = task_of(info)
+    export = taskpages.pages(task).coco_export
+    if export is None:
+        return _not_found(f"Only {' or '.join(t.label.lower() for t in taskpages.coco_tasks())} datasets download "
+                          f"as COCO; this one is {task.label.lower()}.")
+    return streamed_from_writer(request, partial(export, services.folder(job)), "application/zip",
+                                f"{slugify(job.name) or 'dataset'}-coco.zip")
+
+
+def _not_found(message: str) -> HttpResponse:
+    return HttpResponseNotFound(message, content_type="text/plain; charset=utf-8")
 
 
 @login_required
@@ -171,9 +210,10 @@ def explore(request: HttpRequest, job_id: int) -> HttpResponse:
     shown = indices[(page - 1) * size: page * size]
     items = [{"index": int(i), "label": ", ".join(info["classes"][c] for c in targets.classes_of(reader.targets, int(i)))}
              for i in shown]
+    drawn = services.drawn_targets(info, reader, shown) if taskpages.pages(task_of(info)).draws_boxes else None
     return render(request, "datasets/explore.html", {
         "job": job, "info": info, "split": split, "splits": splits, "size": size, "sizes": PAGE_SIZES,
-        "chosen": chosen, "page": page, "pages": pages, "items": items, "total": len(indices),
+        "chosen": chosen, "page": page, "pages": pages, "items": items, "total": len(indices), "drawn": drawn,
     })
 
 

@@ -10,7 +10,7 @@ import httpx
 from django.http import QueryDict
 
 from accounts.models import ApiToken
-from datasets.forms import sent_field_errors
+from datasets.taskpages import sent_field_errors
 from jobs.models import Job
 from tests.datasetfiles import class_folders, tar_of
 from web.fieldsfirst import fields_before_file

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from django import forms
 
+from datasets.detection_form import DetectionDatasetForm
 from datasets.forms import DatasetForm
 from digitslike.openapi import SCHEMA
 from inference.evaluate.forms import EvaluationForm
@@ -30,6 +31,7 @@ def must_send(form_class: type[forms.Form]) -> set[str]:
 
 @pytest.mark.parametrize("path, form_class, also", [
     ("/api/datasets", DatasetForm, set()),
+    ("/api/datasets", DetectionDatasetForm, set()),
     ("/api/models", NewModelForm, {"dataset"}),  # required by the form's own check
     ("/api/evaluations", EvaluationForm, set()),
 ])

@@ -1,5 +1,5 @@
-// New dataset form: show the chosen source's fields (and JPEG quality for
-// JPEG only), browse server folders,
+// New dataset form (any task's): show the chosen source's fields (and JPEG
+// quality for JPEG only), browse server folders,
 // preview the resize on one of the user's images, and send the form with an
 // upload progress bar.
 import { api, csrfToken } from "../js/live.js";
@@ -22,6 +22,18 @@ const quality = form.querySelector('[data-field="quality"]');
 function showQuality() { quality.hidden = encoding.value !== "jpeg"; }
 encoding.addEventListener("change", showQuality);
 showQuality();
+
+// A detection form's label formats: the chosen one's layout stands out.
+const labelFormat = form.querySelector("#id_label_format");
+function showFormat() {
+  for (const line of form.querySelectorAll("#label-formats [data-format]")) {
+    line.classList.toggle("chosen", line.dataset.format === labelFormat.value);
+  }
+}
+if (labelFormat) {
+  labelFormat.addEventListener("change", showFormat);
+  showFormat();
+}
 
 // Folder browser, limited to the server's dataset roots.
 const browser = document.getElementById("folder-browser");
@@ -82,7 +94,9 @@ let lastPreview = null;
 previewFile.addEventListener("change", () => {
   if (previewFile.files.length) preview(lastPreview = { image: previewFile.files[0] });
 });
-document.getElementById("preview-folder").addEventListener("click", () => preview(lastPreview = { folder: form.elements.train_folder.value }));
+// A task whose folder holds more than images (labels beside them) has no such button.
+const previewFolder = document.getElementById("preview-folder");
+previewFolder?.addEventListener("click", () => preview(lastPreview = { folder: form.elements[previewFolder.dataset.field].value }));
 for (const name of ["width", "height", "resize_mode", "image_type"]) {
   form.elements[name].addEventListener("change", () => { if (lastPreview) preview(lastPreview); });
 }

@@ -1,5 +1,6 @@
 // The dataset part of a dataset job's page: the build rate while it runs,
-// the per-class chart once built (and a reload when the build finishes).
+// the per-class charts once built (images; a detection dataset's boxes too),
+// and a reload when the build finishes.
 import { on } from "../js/live.js";
 import { COLOURS, plot } from "../js/charts.js";
 
@@ -20,4 +21,15 @@ if (section.dataset.built === "false") {
     barmode: "stack", height: 320, margin: { t: 24, r: 8, b: 80, l: 48 },
     xaxis: { type: "category" }, yaxis: { title: { text: "images" } }, legend: { orientation: "h" },
   });
+  // A detection dataset's boxes per class, stacked by split.
+  const boxes = document.getElementById("box-chart-data");
+  if (boxes) {
+    const data = JSON.parse(boxes.textContent);
+    plot("box-chart", data.series.map((s) => ({
+      type: "bar", name: s.name, x: data.classes, y: s.y, marker: { color: colours[s.name] },
+    })), {
+      barmode: "stack", height: 320, margin: { t: 24, r: 8, b: 80, l: 48 },
+      xaxis: { type: "category" }, yaxis: { title: { text: "boxes" } }, legend: { orientation: "h" },
+    });
+  }
 }

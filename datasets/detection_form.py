@@ -1,0 +1,132 @@
+"""Object detection's New dataset form: images and their label files, from
+a server folder or an uploaded archive, in one of the label formats the
+build reads (or found out), with the classes to keep or rename, DIGITS'
+padding and the smallest box kept.
+
+Its params (the build's ``trainer.tasks.detection_plan`` reads them):
+``task`` "detection"; ``source`` ``{"type": "folder", "path"}`` or
+``{"type": "archive", "name"}`` (``path`` added once the upload is kept);
+``label_format``; ``class_map``, None (every class) or {source class: stored
+class}; ``placing``, ``{"pad_width", "pad_height", "min_box_size"}``; and
+``BuildForm``'s options."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from jobs.forms import TextField
+from trainer.tasks import detection
+
+from .forms import BuildForm
+
+SOURCES = [("folder", "Folder on the server"), ("archive", "Upload an archive (zip, tar, tar.gz)")]
+# Each format with the layout it expects, one line each.
+LABEL_FORMATS = {
+    "auto": ("Auto-detect", "Found from the files: VOC .xml files, a COCO .json, KITTI's image_2 and label_2, or "
+                            "YOLO's classes file."),
+    "kitti": ("KITTI", "image_2/ (or images/) with the images, label_2/ (or labels/) with a .txt of the same name "
+                       "each, one object a line; DontCare lines are ignore regions."),
+    "voc": ("Pascal VOC", "Annotations/ with an .xml per image, JPEGImages/ with the images; difficult objects are "
+                          "kept, flagged."),
+    "coco": ("COCO JSON", "The images and a COCO instances .json (annotations/*.json, or at the top) naming them by "
+                          "file_name."),
+    "yolo": ("YOLO", "images/ and labels/ with a .txt of the same name each, “class x_centre y_centre width "
+                     "height” as fractions, and classes.txt (or obj.names, data.yaml) naming the classes."),
+}
+PAD_MAX = 8192
+
+
+def parse_class_map(text: str) -> dict[str, str] | None:
+    """The class map a textarea gives: one line per source class kept, its
+    name alone or "name: new name" (several may share a new name). Blank
+    lines are skipped; no line at all is None (every class kept as named).
+    ValueError listing each wrong line."""
+    mapped: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    problems = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, colon, new = (part.strip() for part in line.partition(":"))
+        if not name:
+            problems.append(f"Line {number} (“{line.strip()}”) names no class before its colon.")
+        elif colon and not new:
+            problems.append(f"Line {number} (“{line.strip()}”) gives no new name after its colon: "
+                            f"write “{name}” alone to keep the name.")
+        elif name in first_line:
+            problems.append(f"Line {number} names the class “{name}” again (first on line {first_line[name]}).")
+        else:
+            first_line[name] = number
+            mapped[name] = new or name
+    if problems:
+        raise ValueError(" ".join(problems))
+    return mapped or None
+
+
+def _padding(label: str) -> forms.IntegerField:
+    return forms.IntegerField(label=label, required=False, min_value=1, max_value=PAD_MAX, error_messages={
+        "min_value": "A padded size is at least 1 pixel.",
+        "max_value": f"A padded size is at most {PAD_MAX} pixels."})
+
+
+class DetectionDatasetForm(BuildForm):
+    """Object detection (see the module for its params)."""
+
+    title = "New object detection dataset"
+    source_template = "datasets/source_detection.html"
+
+    source = forms.ChoiceField(choices=SOURCES, initial="folder")
+    folder = forms.CharField(required=False, label="Images and labels",
+                             help_text="The folder holding the images and their labels, laid out as the label format "
+                                       "says.")
+    archive = forms.FileField(required=False, help_text="The images and their labels inside, laid out as the label "
+                                                        "format says.")
+    label_format = forms.ChoiceField(choices=[(name, label) for name, (label, _) in LABEL_FORMATS.items()],
+                                     initial="auto", error_messages={
+                                         "invalid_choice": f"“%(value)s” is not a label format: the formats are "
+                                                           f"{', '.join(LABEL_FORMATS)}."})
+    class_map = TextField(required=False, label="Classes", widget=forms.Textarea(attrs={"rows": 4}),
+                          help_text="One line per class to keep: its name, or “name: new name” to rename it (several "
+                                    "may share a new name). Classes not listed are left out; blank keeps every class.")
+    pad_width = _padding("Padding width")
+    pad_height = _padding("Padding height")
+    min_box_size = forms.FloatField(min_value=0, initial=1, label="Minimum box size", error_messages={
+        "min_value": "The minimum box size is 0 (keep every box) or more pixels."},
+        help_text="Boxes narrower or lower than this, in pixels of the stored image, are left out; 0 keeps all.")
+
+    field_order = ["name", "group", "notes", "source", "folder", "archive", "keep_upload", "label_format", "class_map",
+                   "pad_width", "pad_height", "min_box_size"]
+
+    def format_help(self) -> list[tuple[str, str, str]]:
+        """Each label format's name, label and the layout it expects."""
+        return [(name, label, layout) for name, (label, layout) in LABEL_FORMATS.items()]
+
+    def clean_class_map(self) -> dict[str, str] | None:
+        try:
+            return parse_class_map(self.cleaned_data.get("class_map") or "")
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc), code="class_map") from None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("source") == "folder":
+            if not (data.get("folder") or "").strip():
+                self.add_error("folder", "Give the folder of images and labels.")
+            self._server_path(data, "folder", folder=True)
+        sides = [data.get(f) for f in ("pad_width", "pad_height")]
+        given = [side is not None for side in sides]
+        if any(given) and not all(given) and not any(f in self.errors for f in ("pad_width", "pad_height")):
+            self.add_error("pad_width" if not given[0] else "pad_height",
+                           "Give both padding sides, width and height, or neither.")
+        return data
+
+    def source_params(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        source = self.archive_params() if data["source"] == "archive" else \
+            {"source": {"type": "folder", "path": data["folder"]}}
+        return {"task": detection.TASK.name, **source, "label_format": data["label_format"],
+                "class_map": data["class_map"],
+                "placing": {"pad_width": data["pad_width"], "pad_height": data["pad_height"],
+                            "min_box_size": data["min_box_size"]}}

@@ -342,6 +342,11 @@ def test_coco_that_is_not_an_annotation_file_is_reported(source):
                                                 "(and 'annotations')")]
 
 
+def test_coco_json_nested_too_deeply_for_the_parser_is_reported_not_raised(source):
+    found = read(source({"a.json": "[" * 200_000 + "]" * 200_000, "a.png": PNG}), "coco")
+    assert reasons(found) == [("a.json", None, "not a COCO file: its JSON is nested too deeply")]
+
+
 # ---- YOLO -----------------------------------------------------------------------------------------
 
 
@@ -358,6 +363,13 @@ def test_yolo_keeps_fractions_splits_and_empty_label_files(source):
         ("images/val/b.png", "val", True, []),
     ]
     assert found.problems == []
+
+
+def test_a_yolo_data_yaml_with_aliases_is_refused_before_it_is_expanded(source):
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nnames: [*b, *b, *b, *b]\n"
+    files = source({"data.yaml": bomb, "images/a.png": PNG, "labels/a.txt": "0 0.5 0.5 1 1\n"})
+    with pytest.raises(SourceError, match="data.yaml: line 1, column 4: YAML anchors"):
+        read(files, "yolo")
 
 
 @pytest.mark.parametrize("listing", ["classes.txt", "obj.names", "labels/classes.txt"])

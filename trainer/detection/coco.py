@@ -68,6 +68,9 @@ def read_coco(files: SourceFiles, options: ImportOptions) -> Found:
         except json.JSONDecodeError as exc:
             problems.append(Problem(label, exc.lineno, f"not valid JSON ({exc.msg})"))
             continue
+        except RecursionError:  # arrays or objects nested thousands deep: no COCO file is
+            problems.append(Problem(label, None, "not a COCO file: its JSON is nested too deeply"))
+            continue
         images.extend(reader.read(data))
         problems.extend(reader.problems)
     return found(images, classes, problems)

@@ -18,6 +18,7 @@ from pathlib import PurePosixPath
 import yaml
 
 from ..dataset_sources import SourceError
+from ..safeyaml import AliasesRefused, refuse_aliases
 from .annotations import Box, Found
 from .common import BadLine, ClassMap, ImportOptions, choose_folders, found, number, pair, read_line_files, read_text
 from .sourcefiles import SourceFiles
@@ -70,7 +71,10 @@ def _class_names(files: SourceFiles, listing: str, options: ImportOptions) -> li
             raise SourceError(f"The classes file {listing} has an empty line {lines.index('') + 1}: each line names a class.")
         return lines
     try:
+        refuse_aliases(text)
         names = (yaml.safe_load(text) or {}).get("names")
+    except AliasesRefused as exc:
+        raise SourceError(f"The classes file {listing}: {exc}.") from None
     except (yaml.YAMLError, AttributeError) as exc:
         raise SourceError(f"The classes file {listing} is not a YAML mapping with names ({exc}).") from exc
     if isinstance(names, dict) and sorted(names) == list(range(len(names))):

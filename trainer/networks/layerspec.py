@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from trainer.safeyaml import AliasesRefused, refuse_aliases
+
 CLASSES = "classes"
 
 
@@ -171,14 +173,11 @@ def parse(text: str) -> Any:
 
 
 def _refuse_aliases(text: str) -> None:
-    """Refuse YAML anchors and aliases from the text's tokens, before any node
-    is built: a few hundred bytes of aliases of aliases stand for millions of
-    items once the structure is walked (to check it, or to show it in a message)."""
-    for token in yaml.scan(text, Loader=yaml.SafeLoader):
-        if isinstance(token, yaml.AnchorToken | yaml.AliasToken):
-            mark = token.start_mark
-            raise NetworkError(f"Line {mark.line + 1}, column {mark.column + 1}: YAML anchors (&name) and aliases "
-                               "(*name) are not allowed in a layer list; write each layer out.")
+    try:
+        refuse_aliases(text)
+    except AliasesRefused as exc:
+        raise NetworkError(f"Line {exc.line}, column {exc.column}: YAML anchors (&name) and aliases "
+                           "(*name) are not allowed in a layer list; write each layer out.") from None
 
 
 def _cut(text: str) -> str:

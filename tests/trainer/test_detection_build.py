@@ -197,3 +197,13 @@ def test_voc_difficult_boxes_are_flagged(tmp_path):
                                                 f"<height>48</height><depth>3</depth></size>{objects}</annotation>")
     _, targets = stored(build(tmp_path, {"type": "folder", "path": str(root)}, label_format="voc"))
     assert [tuple(row) for row in targets[0]] == [(8, 6, 24, 18, 1, 0), (8, 6, 24, 18, 0, 1)]
+
+
+def test_an_image_with_more_boxes_than_an_image_may_have_is_left_out(tmp_path, monkeypatch):
+    monkeypatch.setattr("trainer.detection.targets.MAX_ROWS", 3)
+    source = kitti_folder(tmp_path / "kitti", {"many": [("Car", (8, 8, 40, 24))] * 4, "few": [("Car", (8, 8, 40, 24))] * 3})
+    folder = build(tmp_path, {"type": "folder", "path": str(source)})
+    reader, targets = stored(folder)
+    assert len(reader) == 1 and targets.shape[1] == 3
+    skipped = json.loads((folder / "skipped.json").read_text())
+    assert [entry["reason"] for entry in skipped] == ["label_2/many.txt: 4 boxes, more than the 3 an image may have"]

@@ -50,6 +50,10 @@ SIDE_EDGES = (0, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 # How far past its image's edge a box may reach and still be clipped to it
 # (rounding in the tool that drew it) rather than reported.
 OUTSIDE_TOLERANCE = 1.0
+# The most boxes and ignore regions one image may have: every image of a split
+# is stored with as many rows as its fullest (COCO's fullest has 93), so one
+# image of a million boxes would cost every image 24 MB.
+MAX_ROWS = 1000
 
 
 @dataclass
@@ -81,6 +85,9 @@ class Boxes:
         past its image by more than ``OUTSIDE_TOLERANCE`` skips the image
         (TargetError naming its line); boxes smaller than ``min_box_size``
         on the stored image are left out and counted (``small_boxes``)."""
+        if len(planned.rows) > MAX_ROWS:
+            where = planned.sources[0].split(", line")[0]
+            raise TargetError(f"{where}: {len(planned.rows)} boxes, more than the {MAX_ROWS} an image may have")
         width, height = shown_size
         rows = planned.rows.copy()
         if planned.fractions:

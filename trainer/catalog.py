@@ -44,6 +44,29 @@ NETWORKS: dict[str, NetworkInfo] = {info.name: info for info in (
                 "on a GPU."),
 )}
 
+DETECTION = (800, 800)  # what torchvision's detectors resize to; here, they keep the dataset's size
+
+# Object detection's networks, trained from scratch (``trainer.tasks.detection_training``).
+DETECTION_NETWORKS: dict[str, NetworkInfo] = {info.name: info for info in (
+    NetworkInfo("fasterrcnn_mobilenet_v3_large_fpn", "Faster R-CNN MobileNetV3-Large FPN",
+                "https://arxiv.org/abs/1506.01497", DETECTION,
+                "Two-stage detector (proposals, then their classes and boxes) on a light backbone, 19M parameters."),
+    NetworkInfo("fasterrcnn_resnet50_fpn", "Faster R-CNN ResNet-50 FPN", "https://arxiv.org/abs/1506.01497", DETECTION,
+                "Two-stage detector on ResNet-50 with a feature pyramid, 41M parameters."),
+    NetworkInfo("retinanet_resnet50_fpn", "RetinaNet ResNet-50 FPN", "https://arxiv.org/abs/1708.02002", DETECTION,
+                "One-stage detector with anchors and the focal loss, on ResNet-50 with a feature pyramid, 34M "
+                "parameters."),
+    NetworkInfo("fcos_resnet50_fpn", "FCOS ResNet-50 FPN", "https://arxiv.org/abs/1904.01355", DETECTION,
+                "One-stage detector without anchors (a box from each feature-map point), 32M parameters."),
+    NetworkInfo("ssdlite320_mobilenet_v3_large", "SSDlite MobileNetV3-Large", "https://arxiv.org/abs/1905.02244",
+                (320, 320), "Single-shot detector for phones; images resized to 320×320, 3M parameters."),
+    NetworkInfo("ssd300_vgg16", "SSD300 VGG-16", "https://arxiv.org/abs/1512.02325", (300, 300),
+                "The original single-shot detector; images resized to 300×300, 36M parameters."),
+)}
+
+# The standard networks each task's models can have, by task name.
+NETWORKS_BY_TASK: dict[str, dict[str, NetworkInfo]] = {"classification": NETWORKS, "detection": DETECTION_NETWORKS}
+
 SOLVERS: list[tuple[str, str]] = [
     ("sgd", "SGD"),
     ("momentum", "SGD with momentum"),

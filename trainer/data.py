@@ -21,7 +21,7 @@ import math
 import mmap
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,8 @@ STREAMING_WORKERS = 4
 CHUNK_IMAGES = 512  # images a decoding process takes at a time
 READ_BYTES = 1 << 28  # one read() of a raw store at most (Linux caps a read near 2 GiB)
 SEED_STRIDE = 100003  # epoch permutations are seeded with seed * SEED_STRIDE + epoch
+# A batch's targets moved as its pixels were (see ``Batches``).
+Follow = Callable[[Tensor, Positions | None], Tensor]
 # A long phase that reports nothing otherwise (decoding a split, validating)
 # says how far it is this often, so that the worker does not take the job
 # for stuck (``jobs.watchdog``: never before 5 minutes of silence).
@@ -342,6 +344,11 @@ class Batches:
     The images are placed (cropped, translated, flipped) by ``augment`` when
     given, else centre-cropped to the normaliser's ``crop``.
 
+    ``follow(targets, positions)``, when given, moves each batch's targets as
+    the same ``positions`` (see ``Augment.positions``; None where the pixels
+    stay put) moved its pixels: a task whose targets are places in the image
+    (detection's boxes) gives one.
+
     ``state()`` is the position within the epoch (batches already yielded);
     ``set_epoch(epoch)`` then ``start_at(index)`` resumes there.
     ``data_wait_seconds`` adds up the host time spent producing batches
@@ -351,7 +358,8 @@ class Batches:
 
     def __init__(self, split: SplitData | StreamingSplit, batch_size: int, *, shuffle: bool, seed: int = 0,
                  rank: int = 0, world_size: int = 1, device: torch.device | str = "cpu", normalizer: Normalizer,
-                 augment: Augment | None = None, drop_last: bool = False, channels_last: bool = False) -> None:
+                 augment: Augment | None = None, drop_last: bool = False, channels_last: bool = False,
+                 follow: Follow | None = None) -> None:
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is not in a world of {world_size}")
         self.split = split
@@ -362,6 +370,7 @@ class Batches:
         if augment is not None and _full_device(augment.device) != self.device:
             raise ValueError(f"the augmentation draws on {augment.device}, the batches are for {self.device}")
         self.augment = augment
+        self.follow = follow
         self.batch_size = 0
         self.set_batch_size(batch_size)
         self.epoch = 0
@@ -428,12 +437,14 @@ class Batches:
             chosen = order[number * size:(number + 1) * size]
             numbered = numbers[number * size:(number + 1) * size]
             if on_device:
-                x = self._prepare(split.images, chosen, numbered)
+                x, positions = self._prepare(split.images, chosen, numbered)
                 y = split.targets.index_select(0, chosen)
             else:
                 pixels = take(split.images, chosen, None).to(self.device, non_blocking=True)
-                x = self._prepare(pixels, None, numbered)
+                x, positions = self._prepare(pixels, None, numbered)
                 y = split.targets.index_select(0, chosen).to(self.device, non_blocking=True)
+            if self.follow is not None:
+                y = self.follow(y, positions)
             self.data_wait_seconds += time.perf_counter() - started
             self.index = number + 1
             yield x, y
@@ -453,17 +464,19 @@ class Batches:
             started = time.perf_counter()
             pixels, targets = next(batches)
             pixels = pixels.to(self.device, non_blocking=True)
-            x = self._prepare(pixels, None, numbers[number * size:(number + 1) * size])
+            x, positions = self._prepare(pixels, None, numbers[number * size:(number + 1) * size])
             y = targets.to(self.device, non_blocking=True)
+            if self.follow is not None:
+                y = self.follow(y, positions)
             self.data_wait_seconds += time.perf_counter() - started
             self.index = number + 1
             yield x, y
 
-    def _prepare(self, images: Tensor, chosen: Tensor | None, numbers: Tensor) -> Tensor:
+    def _prepare(self, images: Tensor, chosen: Tensor | None, numbers: Tensor) -> tuple[Tensor, Positions | None]:
         """The network input of ``images[chosen]`` (uint8 N×H×W×C on the device;
         all of them when ``chosen`` is None), whose numbers in the split are
         ``numbers``: one gather at the crop's positions, then colour changes,
-        the mean, rotation/scale and the memory layout."""
+        the mean, rotation/scale and the memory layout; and those positions."""
         count, height, width, _ = images.shape
         count = count if chosen is None else len(chosen)
         positions = (self.augment.positions(count, height, width, numbers, self.epoch) if self.augment
@@ -474,7 +487,8 @@ class Batches:
         x = self.normalizer.subtract(x, positions)
         if self.augment:
             x = self.augment.spatial(x)
-        return x.contiguous(memory_format=torch.channels_last if self.channels_last else torch.contiguous_format)
+        layout = torch.channels_last if self.channels_last else torch.contiguous_format
+        return x.contiguous(memory_format=layout), positions
 
 
 def _full_device(device: torch.device | str) -> torch.device:

@@ -14,7 +14,7 @@ from typing import Any
 
 # Written by the trainer.
 NETWORK = "network"    # {summary, input, classes}: once, at the start
-TRAIN = "train"        # {step, epoch, loss, lr, batch_size, images_per_s, data_wait}
+TRAIN = "train"        # {step, epoch, loss, lr, batch_size, images_per_s, data_wait[, components]}
 PROGRESS = "progress"  # {progress (0..1), epoch, loss}
 PERF = "perf"          # see perf(); the warm-up's batches are left out of it
 HARDWARE = "hardware"  # {gpus, cpu_percent, rss_bytes, threads}
@@ -41,9 +41,15 @@ LATEST = (NETWORK, LAYERS, PERF, PROFILE)
 
 
 def train(step: int, epoch: float, loss: float, lr: float, batch_size: int, images_per_s: float,
-          data_wait: float) -> dict[str, Any]:
-    return {"step": step, "epoch": epoch, "loss": loss, "lr": lr, "batch_size": batch_size,
-            "images_per_s": images_per_s, "data_wait": data_wait}
+          data_wait: float, components: dict[str, float] | None = None) -> dict[str, Any]:
+    """``components``: the parts of the loss by name (a task whose loss has
+    them, e.g. a detector's), their means over the same steps; the field is
+    absent otherwise, as in the events of runs from before it."""
+    event = {"step": step, "epoch": epoch, "loss": loss, "lr": lr, "batch_size": batch_size,
+             "images_per_s": images_per_s, "data_wait": data_wait}
+    if components:
+        event["components"] = components
+    return event
 
 
 def val(step: int, epoch: float, metrics: dict[str, float]) -> dict[str, Any]:

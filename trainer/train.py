@@ -111,6 +111,7 @@ class Run:
         self.last_saved_step: int | None = None
         self.layer_grads: dict[str, torch.Tensor | None] | None = None  # the gradients a validation's report shows
         self._setup_numerics()
+        self._setup_task()
         self._setup_data()
         self._setup_model()
         self.epoch_batches = [len(self._train_batches_at(e)) for e in range(config["epochs"])]
@@ -142,10 +143,17 @@ class Run:
         random.seed(seed)
         torch.manual_seed(seed)
 
+    def _setup_task(self) -> None:
+        """The dataset's facts and its task's training side, which may refuse the job's options."""
+        self.info = DatasetInfo.load(self.config[jobfiles.DATASET_DIR_PARAM])
+        try:
+            self.task_training = training_for(task_of(self.config), len(self.info.classes), self.config)
+        except ValueError as exc:
+            raise TrainingError(str(exc)) from exc
+
     def _setup_data(self) -> None:
         config, place = self.config, self.place
         dataset_dir = Path(config[jobfiles.DATASET_DIR_PARAM])
-        self.info = DatasetInfo.load(dataset_dir)
         budget = self._data_budget()
         self.splits = {}
         for split in ("train", "val", "test"):  # the training split first: it is read most
@@ -168,7 +176,7 @@ class Run:
         self.channels = channels
         shared = {"seed": int(config["seed"]), "rank": place.rank, "world_size": place.world_size,
                   "device": self.device, "normalizer": self.normalizer,
-                  "channels_last": bool(config.get("channels_last"))}
+                  "channels_last": bool(config.get("channels_last")), "follow": self.task_training.follow}
         self.train_batches = Batches(self.splits["train"], config["batch_size"], shuffle=True, augment=self.augment,
                                      drop_last=True, **shared)
         self.eval_batches = {split: Batches(data, config["batch_size"], shuffle=False, augment=None, drop_last=False,
@@ -194,10 +202,6 @@ class Run:
         config = self.config
         height, width = self.input_size
         classes = len(self.info.classes)
-        try:
-            self.task_training = training_for(task_of(config), classes, config)
-        except ValueError as exc:
-            raise TrainingError(str(exc)) from exc
         model = self.task_training.build(config["network"], self.channels, classes, height, width)
         self.summary = summary(model, self.channels, height, width)
         pretrained = config.get("pretrained")
@@ -219,8 +223,7 @@ class Run:
         # Compiled around DDP, so that its all-reduces overlap the backward
         # pass; ``no_sync`` is then asked of the DDP module itself.
         self.net = torch.compile(wrapped) if config.get("compile") else wrapped
-        self.criterion = self.task_training.criterion()
-        self.predict = tta.predictor(config.get("tta") or "none")
+        self.predict = tta.predictor(config.get("tta") or "none")  # the task's ``predict`` applies it where it can
 
     def _parameter_groups(self, model: torch.nn.Module) -> list[dict[str, Any]]:
         """The optimiser's groups: BatchNorm biases at their own rate and
@@ -358,6 +361,7 @@ class Run:
         accumulation = max(int(config["batch_accumulation"]), 1)
         self.net.train()
         loss_sum = torch.zeros((), device=self.device)  # summed on the device, read at reporting points
+        parts_sum: dict[str, torch.Tensor] = {}  # the loss's components (a task that has them), likewise
         reported_step, report_time, wait_start = p.step, time.perf_counter(), batches.data_wait_seconds
         for x, y in batches:
             p.batch += 1
@@ -367,8 +371,10 @@ class Run:
             if update:
                 self.lr = lr_policy.lr_at(self.policy, self.base_lr, p.step, self.total_steps)
                 solvers.set_lr(self.optimizer, self.lr, p.epoch)
-            loss = self.step(x, y, accumulation, update, collect=epoch_now >= p.next_val - 1e-9)
+            loss, parts = self.step(x, y, accumulation, update, collect=epoch_now >= p.next_val - 1e-9)
             loss_sum += loss
+            for name, part in (parts or {}).items():
+                parts_sum[name] = parts_sum[name] + part if name in parts_sum else part
             if self.place.distributed:  # one process checks its loss at its reports
                 self.unchecked_loss += loss
             if self.profile.active and (report := self.profile.step_done()):
@@ -381,9 +387,10 @@ class Run:
                     or validating or snapshotting or p.batch == self.epoch_batches[p.epoch]):
                 self.place.synchronize()  # host-device sync: the interval holds its last kernel
                 now = time.perf_counter()
-                self.report(loss_sum, p.step - reported_step, now - report_time,
+                self.report(loss_sum, parts_sum, p.step - reported_step, now - report_time,
                             batches.data_wait_seconds - wait_start, epoch_now, batches.batch_size, warming_up)
                 loss_sum.zero_()
+                parts_sum = {}
                 reported_step, report_time, wait_start = p.step, now, batches.data_wait_seconds
                 if self.place.is_main:
                     self.report_host(now)
@@ -405,12 +412,14 @@ class Run:
         p.batch = 0
         return False
 
-    def step(self, x: torch.Tensor, y: torch.Tensor, accumulation: int, update: bool, collect: bool) -> torch.Tensor:
+    def step(self, x: torch.Tensor, y: torch.Tensor, accumulation: int, update: bool,
+             collect: bool) -> tuple[torch.Tensor, dict[str, torch.Tensor] | None]:
         """Forward and backward of one batch; an optimiser step every
-        ``accumulation`` batches. Returns the batch's loss on the device."""
+        ``accumulation`` batches. Returns the batch's loss and its
+        components (None for a task without), on the device."""
         accumulating = self.ddp is not None and not update  # gradients stay local until the update
         with self.autocast, (self.ddp.no_sync() if accumulating else nullcontext()):
-            loss = self.criterion(self.net(x), y)
+            loss, parts = self.task_training.loss(self.net, x, y)
         self.scaler.scale(loss / accumulation).backward()
         if update:
             self.scaler.step(self.optimizer)
@@ -419,7 +428,7 @@ class Run:
             if collect:  # their statistics are reporting work, done after the interval ends
                 self.layer_grads = telemetry.gradients(self.model)
             self.optimizer.zero_grad(set_to_none=True)
-        return loss.detach().float()
+        return loss.detach().float(), parts
 
     def report_host(self, now: float) -> None:
         """Hardware readings every few seconds; start a profile when the web
@@ -451,11 +460,15 @@ class Run:
         self.stopping = any(stop for stop, _ in rows)
         return self.stopping
 
-    def report(self, loss_sum: torch.Tensor, steps: int, seconds: float, data_wait: float, epoch: float,
-               batch_size: int, warming_up: bool) -> None:
+    def report(self, loss_sum: torch.Tensor, parts_sum: dict[str, torch.Tensor], steps: int, seconds: float,
+               data_wait: float, epoch: float, batch_size: int, warming_up: bool) -> None:
         # This process's own loss, no collective: reports are due by the clock,
         # which the processes do not share (``agree`` and validation are the collectives).
         loss = loss_sum.item() / max(steps, 1)  # host-device sync, after the interval's own
+        components = None
+        if parts_sum:
+            sums = torch.stack([part.float() for part in parts_sum.values()]).tolist()  # host-device sync, the same
+            components = {name: total / max(steps, 1) for name, total in zip(parts_sum, sums, strict=True)}
         if not math.isfinite(loss) and not self.place.distributed:
             raise TrainingError(f"The training loss became {loss} at epoch {epoch:.2f}: try a lower learning rate.")
         images = steps * batch_size * self.place.world_size
@@ -468,7 +481,7 @@ class Run:
         rate = images / max(seconds, 1e-9)
         wait = min(data_wait / max(seconds, 1e-9), 1.0)
         p = self.progress
-        self.emit(eventkinds.TRAIN, eventkinds.train(p.step, epoch, loss, self.lr, batch_size, rate, wait))
+        self.emit(eventkinds.TRAIN, eventkinds.train(p.step, epoch, loss, self.lr, batch_size, rate, wait, components))
         self.emit(eventkinds.PROGRESS, {"progress": min(p.step / self.total_steps, 1.0), "epoch": epoch, "loss": loss})
         if warming_up:
             return
@@ -497,7 +510,7 @@ class Run:
                     self.log(f"{split}: batch {number} of {len(batches)}")
                     said = time.perf_counter()
                 with self.autocast:
-                    outputs = self.predict(self.model, x)  # test-time augmentation where chosen
+                    outputs = self.task_training.predict(self.model, x, y, self.predict)
                 evaluation.update(outputs, y)
             self.model.train()
         return evaluation.compute()  # a collective, and a host-device sync: end of evaluation

@@ -11,7 +11,9 @@ from torchmetrics import MetricCollection
 from torchmetrics.aggregation import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
+from trainer.augment import Positions
 from trainer.networks import build
+from trainer.tta import Predictor
 
 from .base import Task
 
@@ -41,13 +43,26 @@ class Training:
     def __init__(self, task: Task, classes: int, config: dict[str, Any]) -> None:
         self.task, self.classes = task, classes
         self.label_smoothing = float(config.get("label_smoothing") or 0.0)
+        self.loss_of = self.criterion()
 
     def build(self, network: dict[str, Any], channels: int, classes: int, height: int, width: int) -> torch.nn.Module:
         """A network giving one logit a class (``trainer.networks``: standard, custom or pretrained)."""
         return build(network, channels, classes, height, width)
 
     def criterion(self) -> torch.nn.Module:
+        """The training loss of logits and labels (the evaluation's has no smoothing)."""
         return torch.nn.CrossEntropyLoss(label_smoothing=self.label_smoothing)
+
+    def loss(self, net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return self.loss_of(net(x), y), None
+
+    def follow(self, targets: torch.Tensor, positions: Positions | None) -> torch.Tensor:
+        """Labels: an image's class stays wherever its pixels go."""
+        return targets
+
+    def predict(self, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, views: Predictor) -> torch.Tensor:
+        """The logits, averaged over the test-time augmentation's views."""
+        return views(model, x)
 
     def evaluation(self, device: torch.device) -> Evaluation:
         return Evaluation(self.classes, device)

@@ -7,11 +7,24 @@ A task's training says:
 
 - ``build(network, channels, classes, height, width)``: the network of a
   job's ``network`` param, for the dataset's images and classes;
-- ``criterion()``: the loss of a batch, ``loss(outputs, targets)``;
-- ``evaluation(device)``: an ``Evaluation`` that takes the outputs and
-  targets of each batch of a split and gives its loss and the task's metrics
-  (``Task.metrics``' fields), summed over every process of the run;
+- ``loss(net, x, y)``: the training loss of a batch, forward pass
+  included, as ``(total, components)``: ``components`` the detached parts
+  by name whose sum is ``total`` (for the charts), or None;
+- ``follow(targets, positions)``: a batch's targets moved as the training
+  augmentation moved its pixels (``data.Batches``);
+- ``predict(model, x, y, views)``: what the evaluation takes of a batch, the
+  model in eval mode and no gradients, under the run's autocast; ``views``
+  is the job's test-time augmentation (``tta.predictor``), for a task that
+  applies it;
+- ``evaluation(device)``: an ``Evaluation`` that takes those outputs and
+  the targets of each batch of a split and gives its loss and the task's
+  metrics (``Task.metrics``' fields), summed over every process of the run;
 - ``describe(metrics)``: the log line of a validation.
+
+A task that cannot take one of the job's options (an augmentation that
+would move its targets in a way ``follow`` does not) refuses it with a
+ValueError when its training is made, which the loop shows as the job's
+error.
 """
 
 from __future__ import annotations
@@ -21,11 +34,14 @@ from typing import Any, Protocol
 
 import torch
 
+from trainer.augment import Positions
+from trainer.tta import Predictor
+
 from .base import Task
 
 
 class Evaluation(Protocol):
-    def update(self, outputs: torch.Tensor, targets: torch.Tensor) -> None: ...
+    def update(self, outputs: Any, targets: torch.Tensor) -> None: ...
 
     def compute(self) -> dict[str, float]:
         """``{"loss": ..., <metric field>: ...}`` over every batch given to any
@@ -39,7 +55,12 @@ class Training(Protocol):
     def build(self, network: dict[str, Any], channels: int, classes: int, height: int,
               width: int) -> torch.nn.Module: ...
 
-    def criterion(self) -> torch.nn.Module: ...
+    def loss(self, net: torch.nn.Module, x: torch.Tensor,
+             y: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor] | None]: ...
+
+    def follow(self, targets: torch.Tensor, positions: Positions | None) -> torch.Tensor: ...
+
+    def predict(self, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, views: Predictor) -> Any: ...
 
     def evaluation(self, device: torch.device) -> Evaluation: ...
 

@@ -1,0 +1,257 @@
+"""Detection trained by the shared loop, in this process, on the CPU: a
+tiny dataset of coloured rectangles on noise, built by the dataset build
+from KITTI folders, so its boxes are exact; boxes flipped with the pixels;
+augmentation a detector cannot take refused; snapshots and resuming."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from tests.trainer.test_detection_build import CONFIG, kitti_line
+from tests.trainfiles import train_config
+from trainer import checkpoint, eventlog, jobfiles
+from trainer import eventkinds as kinds
+from trainer.dataset_build import main as build_dataset
+from trainer.detection.targets import CLASS, DIFFICULT, IGNORE
+from trainer.distributed import Placement
+from trainer.tasks.detection_training import flip_boxes, learned, scored
+from trainer.train import Run, TrainingError
+
+CPU = Placement(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
+SIZE = 32  # the images' side, in pixels
+COLOURS = {"Car": (230, 40, 40), "Cyclist": (40, 230, 40)}
+NETWORK = {"source": "standard", "name": "fasterrcnn_mobilenet_v3_large_fpn"}
+
+
+def rectangles(root: Path, count: int, seed: int) -> Path:
+    """A KITTI folder of ``count`` noisy SIZE×SIZE images, each with one
+    rectangle of a class's colour, 12 to 24 pixels a side, labelled exactly."""
+    rng = np.random.default_rng(seed)
+    (root / "image_2").mkdir(parents=True)
+    (root / "label_2").mkdir()
+    for number in range(count):
+        name = list(COLOURS)[number % len(COLOURS)]
+        pixels = rng.normal(70, 25, (SIZE, SIZE, 3)).clip(0, 255).astype(np.uint8)
+        width, height = rng.integers(SIZE * 3 // 8, SIZE * 3 // 4 + 1, 2)
+        x1, y1 = rng.integers(0, SIZE - width + 1), rng.integers(0, SIZE - height + 1)
+        pixels[y1:y1 + height, x1:x1 + width] = COLOURS[name]
+        out = io.BytesIO()
+        Image.fromarray(pixels).save(out, format="PNG")
+        (root / "image_2" / f"{number:06d}.png").write_bytes(out.getvalue())
+        (root / "label_2" / f"{number:06d}.txt").write_text(kitti_line(name, (x1, y1, x1 + width, y1 + height)))
+    return root
+
+
+@pytest.fixture(scope="module")
+def boxes(tmp_path_factory) -> Path:
+    """The built dataset: 96 training and 32 validation images."""
+    root = tmp_path_factory.mktemp("rectangles")
+    source = rectangles(root / "kitti", 128, seed=5)
+    job = root / "build"
+    job.mkdir()
+    config = {**CONFIG, "width": SIZE, "height": SIZE, "val_percent": 25, "source": {"type": "folder", "path": str(source)}}
+    (job / "config.json").write_text(json.dumps(config))
+    assert build_dataset(str(job / "config.json")) == 0, (job / "events.jsonl").read_text()[-2000:]
+    return job / "dataset"
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One thread: the detectors' small convolutions run faster so than
+    fighting over a busy machine's cores."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def detection_config(dataset: Path, **overrides) -> dict:
+    options = {"network": NETWORK, "task": "detection", "solver": "adamw", "lr": 0.003, "weight_decay": 0.0001,
+               "batch_size": 8, "lr_policy": {"name": "fixed"}, "scale_lr": False, "mean": "pixel", "seed": 3}
+    return {**train_config(dataset, **{**options, **overrides}), "job_id": 1, "devices": ["cpu0"]}
+
+
+def run_here(folder: Path, dataset: Path, **overrides) -> Run:
+    folder.mkdir(exist_ok=True)
+    run = Run(detection_config(dataset, **overrides), folder, CPU)
+    run.train()
+    return run
+
+
+def of_kind(folder: Path, kind: str) -> list[dict]:
+    return [event["data"] for event in eventlog.Reader(folder).read() if event["kind"] == kind]
+
+
+def test_a_horizontal_flip_moves_the_boxes_exactly_where_the_pixels_go():
+    from trainer.augment import Augment, take
+    from trainer.tasks import task_of
+    from trainer.tasks.training import training_for
+
+    width, height = 20, 12
+    rows = torch.tensor([[[2, 3, 9, 10, 0, 0], [12, 0, 20, 5, 1, DIFFICULT]],
+                         [[0, 1, 7, 12, 1, 0], [0, 0, 0, 0, -1, 0]]], dtype=torch.float32)
+    pixels = torch.zeros(2, height, width, 1, dtype=torch.uint8)
+    for image, (x1, y1, x2, y2, *_) in ((0, rows[0, 0]), (1, rows[1, 0])):
+        pixels[image, int(y1):int(y2), int(x1):int(x2)] = 255
+    training = training_for(task_of({"task": "detection"}), 2, {"flip": "horizontal"})
+    augment = Augment({"flip": "horizontal"}, 11, "cpu")
+    for _ in range(4):  # random flips: both images flipped and not, over the draws
+        positions = augment.positions(2, height, width)
+        moved = training.follow(rows, positions)
+        placed = take(pixels, None, positions)[..., 0]
+        for image in range(2):
+            ys, xs = torch.nonzero(placed[image], as_tuple=True)
+            assert moved[image, 0, :4].tolist() == [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
+    assert flip_boxes(rows, torch.tensor([True, False]), width)[0].tolist() == [
+        [11, 3, 18, 10, 0, 0], [0, 0, 8, 5, 1, DIFFICULT]]  # x1' = W - x2, x2' = W - x1; classes and flags kept
+    assert torch.equal(training.follow(rows, None), rows)
+
+
+def test_a_detector_learns_from_its_objects_and_is_scored_with_difficult_boxes_and_ignore_regions_as_crowds():
+    rows = torch.tensor([[[1, 2, 5, 6, 0, 0], [2, 2, 4, 4, 1, DIFFICULT], [0, 0, 9, 9, -1, IGNORE],
+                          [3, 3, 8, 8, 1, IGNORE], [0, 0, 0, 0, -1, 0]]], dtype=torch.float32)
+    (taught,) = learned(rows)
+    assert taught["boxes"].tolist() == [[1, 2, 5, 6]] and taught["labels"].tolist() == [1]
+    truth = scored(rows[0], classes=2)
+    assert truth["boxes"].tolist() == [[1, 2, 5, 6], [2, 2, 4, 4], [3, 3, 8, 8], [0, 0, 9, 9], [0, 0, 9, 9]]
+    assert truth["labels"].tolist() == [1, 2, 2, 1, 2]  # an ignore region of every class, once per class
+    assert truth["iscrowd"].tolist() == [0, 1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("option, value", [("translate", 2), ("flip", "vertical"), ("color_jitter", 0.2),
+                                           ("tta", "mirror")])
+def test_a_detection_run_refuses_augmentation_that_would_not_move_its_boxes(tmp_path, boxes, option, value):
+    with pytest.raises(TrainingError) as refused:
+        Run(detection_config(boxes, **{option: value}), tmp_path, CPU)
+    assert str(refused.value) == (f"A detection run cannot use {option} = {value} yet: its only augmentation is a "
+                                  "horizontal flip, which moves the boxes with the pixels.")
+
+
+def detections_of(seed: int, images: int) -> tuple[list[tuple[list[dict], torch.Tensor]], list[torch.Tensor]]:
+    """Batches of a detector's outputs (near-miss boxes of random scores, one
+    batch loss each) and their targets: one object an image, sometimes a
+    difficult one."""
+    generator = torch.Generator().manual_seed(seed)
+    batches, targets = [], []
+    for size in (images // 2, images - images // 2):
+        corner = torch.randint(0, 20, (size, 2), generator=generator).float()
+        rows = torch.cat([corner, corner + 10, torch.randint(0, 2, (size, 1), generator=generator).float(),
+                          (torch.rand(size, 1, generator=generator) < 0.2).float() * DIFFICULT], 1)[:, None]
+        found = [{"boxes": torch.stack([row[0, :4] + torch.randn(4, generator=generator), row[0, :4] + 6]),
+                  "scores": torch.rand(2, generator=generator), "labels": torch.tensor([int(row[0, CLASS]) + 1, 1])}
+                 for row in rows]
+        batches.append((found, torch.rand((), generator=generator)))
+        targets.append(rows)
+    return batches, targets
+
+
+def _evaluate_on_rank(rank: int, port: int, shards: list, out: dict) -> None:
+    import os
+
+    import torch.distributed as dist
+
+    from trainer.tasks import task_of
+    from trainer.tasks.training import training_for
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    try:
+        evaluation = training_for(task_of({"task": "detection"}), 2, {}).evaluation(torch.device("cpu"))
+        batches, targets = shards[rank]
+        for outputs, rows in zip(batches, targets, strict=True):
+            evaluation.update(outputs, rows)
+        out[rank] = evaluation.compute()
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_processes_with_uneven_shards_both_get_the_map_of_the_whole_split():
+    import socket
+
+    import torch.multiprocessing as mp
+
+    from trainer.tasks import task_of
+    from trainer.tasks.training import training_for
+
+    shards = [detections_of(1, 9), detections_of(2, 4)]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = mp.Manager().dict()
+    mp.spawn(_evaluate_on_rank, args=(port, shards, out), nprocs=2)
+    alone = training_for(task_of({"task": "detection"}), 2, {}).evaluation(torch.device("cpu"))
+    for batches, targets in shards:
+        for outputs, rows in zip(batches, targets, strict=True):
+            alone.update(outputs, rows)
+    expected = alone.compute()
+    assert 0 < expected["map"] < expected["map50"] < 1
+    assert out[0] == pytest.approx(expected, abs=1e-6) and out[1] == out[0]
+
+
+def test_a_stopped_detection_run_resumes_from_its_checkpoint_to_the_uninterrupted_end(tmp_path, boxes):
+    options = {"epochs": 1, "batch_size": 16, "flip": "horizontal", "val_interval": 1.0, "snapshot_interval": 0.5}
+    whole = tmp_path / "whole"
+    run_here(whole, boxes, **options)
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    run = Run(detection_config(boxes, **options), stopped, CPU)
+    step = run.step
+
+    def then_stop(*args, **kwargs):
+        done = step(*args, **kwargs)
+        run.stop_requested = run.progress.step == 4  # past the first snapshot, before the second of 6 steps
+        return done
+
+    run.step = then_stop
+    assert run.train() == {} and not of_kind(stopped, kinds.RESULT)
+    assert checkpoint.load(stopped / jobfiles.LAST_CHECKPOINT)["progress"]["step"] == 4
+    Run(detection_config(boxes, **options), stopped, CPU).train()
+
+    assert [event["step"] for event in of_kind(stopped, kinds.RESUME)] == [4]
+    steps = [t["step"] for t in of_kind(stopped, kinds.TRAIN)]
+    assert steps == sorted(set(steps)) and steps[-1] == 6
+    (validation,), (uninterrupted,) = of_kind(stopped, kinds.VAL), of_kind(whole, kinds.VAL)
+    assert validation == pytest.approx(uninterrupted, rel=1e-5), "as without the stop"
+    assert of_kind(stopped, kinds.RESULT)[-1]["final"] == pytest.approx(of_kind(whole, kinds.RESULT)[-1]["final"],
+                                                                       rel=1e-5)
+    assert sorted(path.name for path in (stopped / jobfiles.CHECKPOINTS).iterdir()) == [
+        "best.pt", "epoch-0.50.pt", "epoch-1.pt", "last.pt"]
+    exported = checkpoint.load(stopped / jobfiles.EXPORTED_MODEL)
+    assert exported["classes"] == list(COLOURS) and exported["network"] == NETWORK
+    detector = run.task_training.build(NETWORK, 3, len(COLOURS), SIZE, SIZE)
+    detector.load_state_dict(exported["model"])  # every tensor of the network, nothing else
+
+
+# Faster R-CNN MobileNetV3 from scratch: 72 steps of 8 images take about a
+# minute on a loaded 2-core machine (one thread) and reach an mAP@0.5 of
+# 0.0123 on the validation split (0.0022 at epoch 3, about 0.003 untrained;
+# 8 epochs reach 0.03 to 0.11 depending on the options): a detector learns,
+# slowly, far from a useful mAP at this budget. The test asks half the
+# measured value, and that it rose.
+LEARNING = {"epochs": 6, "lr": 0.0003, "flip": "horizontal", "val_interval": 3.0, "snapshot_interval": 6.0}
+LEARNED_MAP50 = 0.006
+
+
+def test_a_detector_learns_the_rectangles_reporting_its_loss_components_and_map(tmp_path, boxes):
+    folder = tmp_path / "run"
+    run_here(folder, boxes, **LEARNING)
+    train = of_kind(folder, kinds.TRAIN)
+    for event in train:
+        parts = event["components"]
+        assert set(parts) == {"loss_classifier", "loss_box_reg", "loss_objectness", "loss_rpn_box_reg"}
+        assert sum(parts.values()) == pytest.approx(event["loss"], rel=1e-4)
+    first, last = train[0]["loss"], [t["loss"] for t in train if t["epoch"] > LEARNING["epochs"] - 1]
+    assert sum(last) / len(last) < 0.7 * first, (first, last)
+    validations = of_kind(folder, kinds.VAL)
+    assert [v["epoch"] for v in validations] == [3, 6]
+    assert validations[1]["loss"] < validations[0]["loss"]
+    assert all(set(v) == {"step", "epoch", "loss", "map50", "map"} for v in validations)
+    assert validations[-1]["map50"] >= max(LEARNED_MAP50, 2 * validations[0]["map50"]), validations
+    assert 0 < validations[-1]["map"] < validations[-1]["map50"]

@@ -1,0 +1,210 @@
+"""Object detection's training side: torchvision's detectors, trained from
+scratch (``weights=None, weights_backbone=None``: nothing is downloaded),
+their own losses, and mean average precision from torchmetrics.
+
+A batch's targets are detection's stored rows, B×K×6 (``x1, y1, x2, y2,
+class, flags``, see ``trainer.detection.targets``). A detector learns from
+the objects alone: neither padding, ignore regions nor difficult boxes, with
+label ``class + 1`` (0 is the background). The metric sees the difficult
+boxes and the ignore regions as COCO's crowd regions (``iscrowd``): a
+detection on one is neither a hit nor a false positive.
+
+Pixels: the loop's ``Normalizer`` gives the network ``pixels/255 - mean``
+(the job's ``mean``: image, pixel or none), as it does for every task, and
+each detector's own transform is told to leave those values alone
+(``image_mean`` 0, ``image_std`` 1): one normalisation, the job's, the same
+at training, validation and export. Its resize is told the dataset's image
+size (``min_size``, ``max_size``), so images keep their stored size instead
+of being scaled to 800 pixels; the SSD networks alone resize to the fixed
+input their anchors are laid out for (300 or 320 pixels a side).
+
+Augmentation: horizontal flips alone, which ``follow`` applies to the boxes
+(x1' = W - x2, x2' = W - x1); the other options of the job's augmentation
+are refused when the training is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torchmetrics.aggregation import MeanMetric
+from torchmetrics.detection import MeanAveragePrecision
+from torchvision.models import detection
+
+from trainer.augment import Positions
+from trainer.catalog import DETECTION_NETWORKS
+from trainer.detection.targets import CLASS, DIFFICULT, FLAGS, IGNORE, NO_CLASS
+from trainer.networks import NetworkError
+from trainer.tta import Predictor
+
+from .base import Task
+
+# The catalogue's names (``catalog.DETECTION_NETWORKS``): torchvision's
+# builder and whether it resizes to a fixed input of its own (SSD).
+BUILDERS: dict[str, tuple[Callable[..., torch.nn.Module], bool]] = {
+    "fasterrcnn_mobilenet_v3_large_fpn": (detection.fasterrcnn_mobilenet_v3_large_fpn, False),
+    "fasterrcnn_resnet50_fpn": (detection.fasterrcnn_resnet50_fpn, False),
+    "retinanet_resnet50_fpn": (detection.retinanet_resnet50_fpn, False),
+    "fcos_resnet50_fpn": (detection.fcos_resnet50_fpn, False),
+    "ssdlite320_mobilenet_v3_large": (detection.ssdlite320_mobilenet_v3_large, True),
+    "ssd300_vgg16": (detection.ssd300_vgg16, True),
+}
+# Job options a detection run cannot take yet: they would move the pixels
+# without the boxes (augmentation other than a horizontal flip) or are
+# classification's (test-time augmentation averages logits).
+REFUSED = ("crop", "translate", "rotation", "scale", "noise", "color_jitter", "tta", "label_smoothing")
+FLIPS = ("none", "horizontal")
+
+
+def flip_boxes(targets: torch.Tensor, flipped: torch.Tensor, width: int) -> torch.Tensor:
+    """Rows B×K×6 with the boxes of the images where ``flipped`` (B bools)
+    mirrored left-right in a ``width`` pixels wide image: x1' = W - x2,
+    x2' = W - x1. Every row moves, padding too (its corners mean nothing)."""
+    flipped = flipped.reshape(-1, 1)
+    moved = targets.clone()
+    moved[..., 0] = torch.where(flipped, width - targets[..., 2], targets[..., 0])
+    moved[..., 2] = torch.where(flipped, width - targets[..., 0], targets[..., 2])
+    return moved
+
+
+def learned(targets: torch.Tensor) -> list[dict[str, torch.Tensor]]:
+    """Each image's objects as a detector's training targets: ``boxes``
+    (M×4, xyxy pixels) and ``labels`` (class + 1); neither padding, ignore
+    regions nor difficult boxes."""
+    flags = targets[..., FLAGS].int()
+    kept = (targets[..., CLASS] >= 0) & (flags & (IGNORE | DIFFICULT) == 0)
+    counts = kept.sum(dim=1).tolist()  # host-device sync: the detectors take a list of tensors, one an image
+    rows = targets[kept].split(counts)
+    return [{"boxes": image[:, :4], "labels": image[:, CLASS].long() + 1} for image in rows]
+
+
+def scored(rows: torch.Tensor, classes: int) -> dict[str, torch.Tensor]:
+    """An image's rows (K×6, on the CPU) as the metric's ground truth:
+    ``boxes``, ``labels`` (class + 1) and ``iscrowd`` (difficult boxes and
+    ignore regions; one of every class covers them all)."""
+    flags = rows[:, FLAGS].int()
+    ignore = flags & IGNORE != 0
+    every = ignore & (rows[:, CLASS] == NO_CLASS)
+    kept = rows[(rows[:, CLASS] >= 0)]
+    spread = rows[every].repeat_interleave(classes, dim=0)
+    spread[:, CLASS] = torch.arange(classes, dtype=rows.dtype).repeat(int(every.sum()))
+    together = torch.cat([kept, spread])
+    crowd = together[:, FLAGS].int() & (IGNORE | DIFFICULT) != 0
+    return {"boxes": together[:, :4], "labels": together[:, CLASS].long() + 1, "iscrowd": crowd.long()}
+
+
+@contextmanager
+def losses_mode(model: torch.nn.Module) -> Iterator[None]:
+    """The model in training mode, where torchvision's detectors give their
+    losses, with its BatchNorm layers as they evaluate (running statistics
+    used, not updated) and the random draws of its samplers (Faster R-CNN's
+    proposals) kept out of the run's random streams; back in eval mode after."""
+    device = next(model.parameters()).device
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        model.train()
+        for module in model.modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+                module.eval()
+        try:
+            yield
+        finally:
+            model.eval()
+
+
+class Evaluation:
+    """The validation loss (the detector's losses on the split, as in
+    ``losses_mode``) and mAP. The images' detections and ground truth are kept
+    on the CPU; ``compute`` gathers every process's (their shares of the split
+    differ) and scores them all in each."""
+
+    def __init__(self, classes: int, device: torch.device) -> None:
+        self.classes = classes
+        self.loss = MeanMetric(nan_strategy="disable").to(device)
+        self.found: list[dict[str, torch.Tensor]] = []
+        self.truth: list[dict[str, torch.Tensor]] = []
+
+    def update(self, outputs: tuple[list[dict[str, torch.Tensor]], torch.Tensor], targets: torch.Tensor) -> None:
+        detections, loss = outputs
+        self.loss.update(loss.float(), weight=len(targets))
+        # host-device syncs: the detections and targets of each batch to the CPU
+        self.found += [{"boxes": found["boxes"].float().cpu(), "scores": found["scores"].float().cpu(),
+                        "labels": found["labels"].cpu()} for found in detections]
+        self.truth += [scored(rows, self.classes) for rows in targets.float().cpu()]
+
+    def compute(self) -> dict[str, float]:
+        """A collective, and a host-device sync."""
+        loss = float(self.loss.compute())
+        found, truth = self.found, self.truth
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            shares: list[Any] = [None] * dist.get_world_size()
+            dist.all_gather_object(shares, (found, truth))
+            found = [image for share, _ in shares for image in share]
+            truth = [image for _, share in shares for image in share]
+        metric = MeanAveragePrecision(box_format="xyxy", iou_type="bbox", backend="faster_coco_eval",
+                                      sync_on_compute=False)
+        metric.update(found, truth)
+        result = metric.compute()
+        return {"loss": loss, "map50": float(result["map_50"]), "map": float(result["map"])}
+
+
+class Training:
+    def __init__(self, task: Task, classes: int, config: dict[str, Any]) -> None:
+        self.task, self.classes = task, classes
+        chosen = [f"{name} = {config[name]}" for name in REFUSED if config.get(name) not in (None, 0, "none")]
+        if (config.get("flip") or "none") not in FLIPS:
+            chosen.insert(0, f"flip = {config['flip']}")
+        if chosen:
+            raise ValueError(f"A detection run cannot use {', '.join(chosen)} yet: its only augmentation is a "
+                             "horizontal flip, which moves the boxes with the pixels.")
+
+    def build(self, network: dict[str, Any], channels: int, classes: int, height: int, width: int) -> torch.nn.Module:
+        """The catalogue's detector ``network["name"]`` (a standard network)
+        for ``classes`` classes and the background, untrained."""
+        name = network.get("name") if network.get("source") == "standard" else None
+        if name not in BUILDERS:
+            raise NetworkError("A detection model is one of the detection networks: "
+                               + ", ".join(info.label for info in DETECTION_NETWORKS.values()) + ".")
+        if channels != 3:
+            raise NetworkError(f"{DETECTION_NETWORKS[name].label} takes colour images: build the dataset with "
+                               f"3 channels, not {channels}.")
+        builder, fixed_size = BUILDERS[name]
+        options: dict[str, Any] = {"weights": None, "weights_backbone": None, "num_classes": classes + 1,
+                                   "image_mean": [0.0] * 3, "image_std": [1.0] * 3}
+        if not fixed_size:
+            options.update(min_size=min(height, width), max_size=max(height, width))
+        return builder(**options)
+
+    def loss(self, net: torch.nn.Module, x: torch.Tensor,
+             y: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The sum of the detector's losses, and each (e.g. Faster R-CNN's
+        loss_classifier, loss_box_reg, loss_objectness, loss_rpn_box_reg)."""
+        losses = net(list(x), learned(y))
+        return sum(losses.values()), {name: value.detach() for name, value in losses.items()}
+
+    def follow(self, targets: torch.Tensor, positions: Positions | None) -> torch.Tensor:
+        """The boxes flipped with the images: positions here are flips alone
+        (``__init__`` refuses the rest), columns reversed or not."""
+        if positions is None:
+            return targets
+        columns = positions[1]
+        return flip_boxes(targets, columns[:, 0] > columns[:, -1], columns.shape[1])
+
+    def predict(self, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
+                views: Predictor) -> tuple[list[dict[str, torch.Tensor]], torch.Tensor]:
+        """The detections (``boxes``, ``scores``, ``labels``) and the batch's
+        loss (``losses_mode``); ``views`` is none (test-time augmentation refused)."""
+        detections = model(list(x))
+        with losses_mode(model):
+            losses = model(list(x), learned(y))
+        return detections, sum(losses.values())
+
+    def evaluation(self, device: torch.device) -> Evaluation:
+        return Evaluation(self.classes, device)
+
+    def describe(self, metrics: dict[str, float]) -> str:
+        shown = ", ".join(f"{metric.label} {metrics[metric.field]:.2%}" for metric in self.task.metrics)
+        return f"loss {metrics['loss']:.4f}, {shown}"

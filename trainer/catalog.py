@@ -64,9 +64,6 @@ DETECTION_NETWORKS: dict[str, NetworkInfo] = {info.name: info for info in (
                 "The original single-shot detector; images resized to 300×300, 36M parameters."),
 )}
 
-# The standard networks each task's models can have, by task name.
-NETWORKS_BY_TASK: dict[str, dict[str, NetworkInfo]] = {"classification": NETWORKS, "detection": DETECTION_NETWORKS}
-
 SOLVERS: list[tuple[str, str]] = [
     ("sgd", "SGD"),
     ("momentum", "SGD with momentum"),

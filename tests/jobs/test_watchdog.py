@@ -42,9 +42,11 @@ def test_a_silent_job_is_not_responding_and_kill_and_resume_runs_it_again(client
         return reports[-1:] == [True]
 
     def silent_in_the_api() -> bool:
-        # The record is cleared before its event is published: a report whose
-        # clear (late words relayed from before the hang) is under way reads
-        # None here, and the hung job is reported again at its next check.
+        # A report of the start's silence can land in the events after the hang
+        # was seen, and be cleared by the words the job said before it hung; the
+        # clear writes the record before it publishes its event, so the API may
+        # read None while the events' last word is still the report. The hung
+        # job is reported again at the next check.
         return reported_since_it_hung() and client.get(f"/api/jobs/{job.pk}").json()["silent_since"] is not None
 
     wait_for(silent_in_the_api, timeout=30, what="the job to be reported silent after it hung, in its events and the API")

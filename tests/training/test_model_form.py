@@ -127,6 +127,19 @@ def test_the_api_creates_a_model_with_the_pages_defaults(alice, digits):
         "precision": "fp32", "channels_last": False, "compile": False, "early_stopping": None}
 
 
+def test_a_dataset_of_a_task_that_does_not_train_is_neither_listed_nor_taken(alice, digits):
+    from tests.detectionfiles import make_detection_dataset
+
+    boxes = Job.objects.create(kind="dataset", name="boxes", owner=alice, status=Status.DONE)
+    make_detection_dataset(boxes.folder / jobfiles.DATASET)
+    client = signed_in(alice)
+    page = client.get("/models/new/").content.decode()
+    assert f'value="{digits.pk}"' in page and f'value="{boxes.pk}"' not in page
+    refused = errors(create(client, name="detector", dataset=boxes.pk))
+    assert refused["dataset"] == (f"The dataset “boxes” (#{boxes.pk}) is for object detection, and no network of "
+                                  "this app trains for it yet.")
+
+
 def test_early_stopping_watches_the_loss_or_the_datasets_own_headline_metric(alice, monkeypatch):
     counting = Task("counting", "Counting", metrics=(Metric("exact", "exact count"),), metrics_title="exact counts",
                     targets=ClassLabels(), training="", plan="")

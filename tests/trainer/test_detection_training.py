@@ -1,15 +1,10 @@
 """Detection trained by the shared loop, in this process, on the CPU: a
 tiny dataset of coloured rectangles on noise, built by the dataset build
 from KITTI folders, so its boxes are exact; boxes flipped with the pixels;
-augmentation a detector cannot take refused; snapshots and resuming.
-
-The registration does not name detection's trainer side yet (the New model
-page does not offer detectors), so these tests register it themselves
-(``TRAINABLE``)."""
+augmentation a detector cannot take refused; snapshots and resuming."""
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 from pathlib import Path
@@ -21,7 +16,7 @@ from PIL import Image
 
 from tests.trainer.test_detection_build import CONFIG, kitti_line
 from tests.trainfiles import train_config
-from trainer import checkpoint, eventlog, jobfiles, tasks
+from trainer import checkpoint, eventlog, jobfiles
 from trainer import eventkinds as kinds
 from trainer.dataset_build import main as build_dataset
 from trainer.detection.targets import CLASS, DIFFICULT, IGNORE
@@ -31,12 +26,8 @@ from trainer.tasks.detection_training import flip_boxes, learned, scored
 from trainer.train import Run, TrainingError
 
 CPU = Placement(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
-TRAINABLE = dataclasses.replace(detection.TASK, training="trainer.tasks.detection_training")
+DETECTION = detection.TASK
 
-
-@pytest.fixture(autouse=True)
-def trainable(monkeypatch):
-    monkeypatch.setitem(tasks.TASKS, "detection", TRAINABLE)
 SIZE = 32  # the images' side, in pixels
 COLOURS = {"Car": (230, 40, 40), "Cyclist": (40, 230, 40)}
 NETWORK = {"source": "standard", "name": "fasterrcnn_mobilenet_v3_large_fpn"}
@@ -111,7 +102,7 @@ def test_a_horizontal_flip_moves_the_boxes_exactly_where_the_pixels_go():
     pixels = torch.zeros(2, height, width, 1, dtype=torch.uint8)
     for image, (x1, y1, x2, y2, *_) in ((0, rows[0, 0]), (1, rows[1, 0])):
         pixels[image, int(y1):int(y2), int(x1):int(x2)] = 255
-    training = training_for(TRAINABLE, 2, {"flip": "horizontal"})
+    training = training_for(DETECTION, 2, {"flip": "horizontal"})
     augment = Augment({"flip": "horizontal"}, 11, "cpu")
     for _ in range(4):  # random flips: both images flipped and not, over the draws
         positions = augment.positions(2, height, width)
@@ -173,7 +164,7 @@ def _evaluate_on_rank(rank: int, port: int, shards: list, out: dict) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=2)
     try:
-        evaluation = training_for(TRAINABLE, 2, {}).evaluation(torch.device("cpu"))
+        evaluation = training_for(DETECTION, 2, {}).evaluation(torch.device("cpu"))
         batches, targets = shards[rank]
         for outputs, rows in zip(batches, targets, strict=True):
             evaluation.update(outputs, rows)
@@ -195,7 +186,7 @@ def test_two_processes_with_uneven_shards_both_get_the_map_of_the_whole_split():
         port = s.getsockname()[1]
     out = mp.Manager().dict()
     mp.spawn(_evaluate_on_rank, args=(port, shards, out), nprocs=2)
-    alone = training_for(TRAINABLE, 2, {}).evaluation(torch.device("cpu"))
+    alone = training_for(DETECTION, 2, {}).evaluation(torch.device("cpu"))
     for batches, targets in shards:
         for outputs, rows in zip(batches, targets, strict=True):
             alone.update(outputs, rows)

@@ -2,7 +2,8 @@
 ``config.json`` and dataset manifest, the weights of one snapshot (read with
 ``weights_only=True``), in eval mode, with everything preprocessing needs to
 give an image exactly the form training gave it (size, channels, resize
-mode, mean, crop)."""
+mode, mean, crop). The network is built by its task's training side, as the
+run built it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from torch import nn
 
 from trainer import checkpoint, eventkinds, eventlog, jobfiles
 from trainer.data import DatasetInfo, Normalizer
-from trainer.networks import NetworkError, build
+from trainer.networks import NetworkError
+from trainer.tasks import task_of
+from trainer.tasks.training import training_for
 
 from .errors import InferenceError, ModelNotFound
 from .weights import load_exactly
@@ -119,8 +122,9 @@ def load_model(job_dir: Path | str, snapshot_file: str | None = None, device: to
     path, note = choose_snapshot(job_dir, snapshot_file)
     state = read_weights(path, f"The snapshot {path.name}")
     try:
-        model = build(config["network"], channels, len(info.classes), *input_size)
-    except NetworkError as exc:
+        training = training_for(task_of(config), len(info.classes), config)
+        model = training.build(config["network"], channels, len(info.classes), *input_size)
+    except (NetworkError, ValueError) as exc:
         raise InferenceError(f"The model's network cannot be rebuilt: {exc}") from None
     load_exactly(model, state.get("model") if isinstance(state, dict) else None, f"The snapshot {path.name}")
     device = torch.device(device)

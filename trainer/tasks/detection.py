@@ -4,11 +4,8 @@ scored by mean average precision over the classes, at an IoU of 0.5 (the
 headline) and averaged over IoUs from 0.5 to 0.95 (COCO's).
 
 Its datasets can be built, explored and exported as COCO. Its trainer side
-(``detection_training``: torchvision's detectors, their losses, flips that
-move the boxes, mAP) is built and tested in the trainer; the registration
-names it (``training``) once the New model page offers detectors (their
-networks, and only the options they take), so until then no model trains on
-its datasets. Its models offer no use yet."""
+(``detection_training``) trains torchvision's detectors on them, with their
+own losses (charted one by one), flips that move the boxes, and mAP."""
 
 from trainer.detection.targets import Boxes
 
@@ -17,5 +14,5 @@ from .base import Metric, Task
 TASK = Task("detection", "Object detection", metrics=(
     Metric("map50", "mAP@0.5"),
     Metric("map", "mAP@0.5:0.95"),
-), metrics_title="mean average precision", targets=Boxes(), training=None,
+), metrics_title="mean average precision", targets=Boxes(), training="trainer.tasks.detection_training",
     plan="trainer.tasks.detection_plan")

@@ -1,56 +1,87 @@
-"""A tiny built detection dataset, written straight with the store's writers
-and ``Boxes`` as a build leaves one (images, boxes, manifest with task
-"detection", skipped report): for the pages' tests, with no worker."""
+"""Tiny detection data and models for tests: noisy images with one coloured
+rectangle each, labelled exactly in KITTI files, built by the dataset build
+itself, and a detector trained on them in this process by the trainer's own
+``Run``, as the worker would leave its job folder."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import numpy as np
+import torch
+from PIL import Image
 
+from tests.trainfiles import train_config
 from trainer import jobfiles
-from trainer.datastore import EncodedSplitWriter, encode
-from trainer.detection.targets import DIFFICULT, IGNORE, NO_CLASS, Boxes
+from trainer.dataset_build import main as build_dataset
+from trainer.distributed import Placement
+from trainer.train import Run
 
-CLASSES = ("car", "person")
-WIDTH, HEIGHT = 40, 30
-# Each split's images as rows x1, y1, x2, y2, class, flags (stored pixels).
-BOXES = {
-    "train": [
-        [[2, 3, 12, 10, 0, 0], [14, 2, 20, 20, 1, DIFFICULT]],
-        [[1, 1, 9, 9, 1, 0], [20, 10, 30, 20, NO_CLASS, IGNORE]],
-        [],
-        [[0, 0, 40, 30, 0, 0]],
-    ],
-    "val": [
-        [[5, 5, 15, 15, 0, 0]],
-        [[10, 2, 30, 22, 1, 0]],
-    ],
-    "test": [],
-}
-SKIPPED = [{"path": "label_2/000003.txt", "class": "", "split": "train",
-            "reason": "label_2/000003.txt, line 2: x2 (10) is left of x1 (40)"}]
-SMALL_BOXES = 3
+CPU = Placement(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
+SIZE = 32  # the images' side, in pixels
+COLOURS = {"Car": (230, 40, 40), "Cyclist": (40, 230, 40)}
+NETWORK = {"source": "standard", "name": "fasterrcnn_mobilenet_v3_large_fpn"}
+# A dataset build's config for KITTI folders (the source is added).
+BUILD_CONFIG = {"task": "detection", "channels": 3, "width": SIZE, "height": SIZE, "resize_mode": "squash",
+                "val_percent": 25, "test_percent": 0, "encoding": "none", "quality": 90, "seed": 3, "mean": True,
+                "label_format": "auto", "class_map": None,
+                "placing": {"pad_width": None, "pad_height": None, "min_box_size": 0}}
 
 
-def make_detection_dataset(folder: Path, options: dict | None = None) -> Path:
-    """The dataset of ``BOXES`` in ``folder`` (PNG store, colour); returns it."""
+def kitti_line(name: str, box: tuple[float, float, float, float]) -> str:
+    return f"{name} 0.00 0 0.00 {box[0]:.2f} {box[1]:.2f} {box[2]:.2f} {box[3]:.2f} 1.5 1.6 3.9 1.0 1.0 10.0 0.0\n"
+
+
+def rectangle_image(name: str, rng: np.random.Generator, size: int = SIZE) -> tuple[bytes, tuple[int, int, int, int]]:
+    """A noisy size×size PNG with one rectangle of ``name``'s colour, 3/8 to
+    3/4 of the side, and its box (x1, y1, x2, y2, pixel edges)."""
+    pixels = rng.normal(70, 25, (size, size, 3)).clip(0, 255).astype(np.uint8)
+    width, height = rng.integers(size * 3 // 8, size * 3 // 4 + 1, 2)
+    x1, y1 = int(rng.integers(0, size - width + 1)), int(rng.integers(0, size - height + 1))
+    pixels[y1:y1 + height, x1:x1 + width] = COLOURS[name]
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="PNG")
+    return out.getvalue(), (x1, y1, x1 + int(width), y1 + int(height))
+
+
+def rectangles(root: Path, count: int, seed: int) -> Path:
+    """A KITTI folder (``image_2``, ``label_2``) of ``count`` images from
+    ``rectangle_image``, the classes taking turns."""
+    rng = np.random.default_rng(seed)
+    (root / "image_2").mkdir(parents=True)
+    (root / "label_2").mkdir()
+    for number in range(count):
+        name = list(COLOURS)[number % len(COLOURS)]
+        png, box = rectangle_image(name, rng)
+        (root / "image_2" / f"{number:06d}.png").write_bytes(png)
+        (root / "label_2" / f"{number:06d}.txt").write_text(kitti_line(name, box))
+    return root
+
+
+def built_rectangles(root: Path, count: int = 128, seed: int = 5) -> Path:
+    """The dataset folder the build makes of ``rectangles`` (a quarter for validation)."""
+    source = rectangles(root / "kitti", count, seed=seed)
+    job = root / "build"
+    job.mkdir()
+    config = {**BUILD_CONFIG, "source": {"type": "folder", "path": str(source)}}
+    (job / "config.json").write_text(json.dumps(config))
+    assert build_dataset(str(job / "config.json")) == 0, (job / "events.jsonl").read_text()[-2000:]
+    return job / "dataset"
+
+
+def detection_config(dataset: Path, **overrides) -> dict:
+    options = {"network": NETWORK, "task": "detection", "solver": "adamw", "lr": 0.003, "weight_decay": 0.0001,
+               "batch_size": 8, "lr_policy": {"name": "fixed"}, "scale_lr": False, "mean": "pixel", "seed": 3}
+    return {**train_config(dataset, **{**options, **overrides}), "job_id": 1, "devices": ["cpu0"]}
+
+
+def trained_detector(folder: Path, dataset: Path, **overrides) -> Run:
+    """A finished detection job in ``folder`` (config.json, checkpoints, events)."""
     folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(0)
-    shape = (HEIGHT, WIDTH, 3)
-    splits = {}
-    for split, images in BOXES.items():
-        writer = EncodedSplitWriter(folder, split, shape, len(images), Boxes(), "png", 90)
-        for rows in images:
-            writer.add(encode(rng.integers(0, 255, shape, dtype=np.uint8), "png", 90), rows)
-        writer.close()
-        splits[split] = {"count": len(images), "per_class": [
-            sum(any(r[4] == c and not r[5] & IGNORE for r in rows) for rows in images) for c in range(len(CLASSES))]}
-    manifest = {"version": 1, "task": "detection", "options": options or {}, "classes": list(CLASSES),
-                "image_shape": list(shape), "encoding": "png", "splits": splits,
-                "skipped": {"total": len(SKIPPED), "per_class": {}}, "target_counts": {"small_boxes": SMALL_BOXES},
-                "warnings": [], "mean": None, "seconds": 0.5, "files": {}}
-    (folder / jobfiles.MANIFEST).write_text(json.dumps(manifest))
-    (folder / jobfiles.SKIPPED).write_text(json.dumps(SKIPPED))
-    return folder
+    config = detection_config(dataset, **overrides)
+    (folder / jobfiles.CONFIG).write_text(json.dumps(config))
+    run = Run(config, folder, CPU)
+    run.train()
+    return run

@@ -5,64 +5,26 @@ augmentation a detector cannot take refused; snapshots and resuming."""
 
 from __future__ import annotations
 
-import io
-import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-from PIL import Image
 
-from tests.trainer.test_detection_build import CONFIG, kitti_line
-from tests.trainfiles import train_config
+from tests.detectionfiles import COLOURS, CPU, NETWORK, SIZE, built_rectangles, detection_config, trained_detector
 from trainer import checkpoint, eventlog, jobfiles
 from trainer import eventkinds as kinds
-from trainer.dataset_build import main as build_dataset
 from trainer.detection.targets import CLASS, DIFFICULT, IGNORE
-from trainer.distributed import Placement
 from trainer.tasks import detection
 from trainer.tasks.detection_training import flip_boxes, learned, scored
 from trainer.train import Run, TrainingError
 
-CPU = Placement(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
 DETECTION = detection.TASK
-
-SIZE = 32  # the images' side, in pixels
-COLOURS = {"Car": (230, 40, 40), "Cyclist": (40, 230, 40)}
-NETWORK = {"source": "standard", "name": "fasterrcnn_mobilenet_v3_large_fpn"}
-
-
-def rectangles(root: Path, count: int, seed: int) -> Path:
-    """A KITTI folder of ``count`` noisy SIZE×SIZE images, each with one
-    rectangle of a class's colour, 12 to 24 pixels a side, labelled exactly."""
-    rng = np.random.default_rng(seed)
-    (root / "image_2").mkdir(parents=True)
-    (root / "label_2").mkdir()
-    for number in range(count):
-        name = list(COLOURS)[number % len(COLOURS)]
-        pixels = rng.normal(70, 25, (SIZE, SIZE, 3)).clip(0, 255).astype(np.uint8)
-        width, height = rng.integers(SIZE * 3 // 8, SIZE * 3 // 4 + 1, 2)
-        x1, y1 = rng.integers(0, SIZE - width + 1), rng.integers(0, SIZE - height + 1)
-        pixels[y1:y1 + height, x1:x1 + width] = COLOURS[name]
-        out = io.BytesIO()
-        Image.fromarray(pixels).save(out, format="PNG")
-        (root / "image_2" / f"{number:06d}.png").write_bytes(out.getvalue())
-        (root / "label_2" / f"{number:06d}.txt").write_text(kitti_line(name, (x1, y1, x1 + width, y1 + height)))
-    return root
 
 
 @pytest.fixture(scope="module")
 def boxes(tmp_path_factory) -> Path:
     """The built dataset: 96 training and 32 validation images."""
-    root = tmp_path_factory.mktemp("rectangles")
-    source = rectangles(root / "kitti", 128, seed=5)
-    job = root / "build"
-    job.mkdir()
-    config = {**CONFIG, "width": SIZE, "height": SIZE, "val_percent": 25, "source": {"type": "folder", "path": str(source)}}
-    (job / "config.json").write_text(json.dumps(config))
-    assert build_dataset(str(job / "config.json")) == 0, (job / "events.jsonl").read_text()[-2000:]
-    return job / "dataset"
+    return built_rectangles(tmp_path_factory.mktemp("rectangles"))
 
 
 @pytest.fixture(autouse=True)
@@ -75,17 +37,8 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def detection_config(dataset: Path, **overrides) -> dict:
-    options = {"network": NETWORK, "task": "detection", "solver": "adamw", "lr": 0.003, "weight_decay": 0.0001,
-               "batch_size": 8, "lr_policy": {"name": "fixed"}, "scale_lr": False, "mean": "pixel", "seed": 3}
-    return {**train_config(dataset, **{**options, **overrides}), "job_id": 1, "devices": ["cpu0"]}
-
-
 def run_here(folder: Path, dataset: Path, **overrides) -> Run:
-    folder.mkdir(exist_ok=True)
-    run = Run(detection_config(dataset, **overrides), folder, CPU)
-    run.train()
-    return run
+    return trained_detector(folder, dataset, **overrides)
 
 
 def of_kind(folder: Path, kind: str) -> list[dict]:

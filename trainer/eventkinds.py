@@ -40,6 +40,10 @@ DEPENDENCY_DELETED = "dependency_deleted"  # {id, label, name, by, message}: a j
 LATEST = (NETWORK, LAYERS, PERF, PROFILE)
 
 
+# The field of a ``train`` event holding the loss's parts.
+COMPONENTS = "components"
+
+
 def train(step: int, epoch: float, loss: float, lr: float, batch_size: int, images_per_s: float,
           data_wait: float, components: dict[str, float] | None = None) -> dict[str, Any]:
     """``components``: the parts of the loss by name (a task whose loss has
@@ -48,7 +52,7 @@ def train(step: int, epoch: float, loss: float, lr: float, batch_size: int, imag
     event = {"step": step, "epoch": epoch, "loss": loss, "lr": lr, "batch_size": batch_size,
              "images_per_s": images_per_s, "data_wait": data_wait}
     if components:
-        event["components"] = components
+        event[COMPONENTS] = components
     return event
 
 

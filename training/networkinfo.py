@@ -24,6 +24,7 @@ from typing import Any
 from django.conf import settings
 
 from trainer.catalog import NETWORKS, SOLVERS, uses_momentum
+from trainer.tasks import TASKS
 
 TIMEOUT_SECONDS = 60
 # How long a request waits for one of the INSPECT_CONCURRENCY places.
@@ -70,8 +71,17 @@ def _out_of_memory(done: subprocess.CompletedProcess[str]) -> bool:
 
 
 def networks() -> dict[str, dict[str, Any]]:
-    """{name: {name, label, paper_url, input_size, summary}} in the trainer's order."""
-    return {name: {**asdict(info), "input_size": list(info.input_size)} for name, info in NETWORKS.items()}
+    """Every task's standard networks: {name: {name, label, paper_url,
+    input_size, summary}}, task by task in the trainer's order."""
+    return {name: {**asdict(info), "input_size": list(info.input_size)}
+            for task in TASKS.values() for name, info in task.networks.items()}
+
+
+def customizable() -> list[str]:
+    """The standard networks Customize copies into an editor: those of the
+    tasks whose models can be custom layers or Python code."""
+    return [name for task in TASKS.values() if {"layers", "python"} & set(task.network_sources)
+            for name in task.networks]
 
 
 def solvers() -> dict[str, dict[str, Any]]:
@@ -91,11 +101,12 @@ def customize(name: str) -> dict[str, str]:
     return json.loads(done.stdout)
 
 
-def inspect(network: dict[str, Any], channels: int, classes: int, height: int, width: int) -> dict[str, Any]:
-    """Build ``network`` for this input and summarise it: {"ok": true, "summary": {...}}
-    or {"ok": false, "error": "..."}."""
-    request = {"network": network, "channels": channels, "classes": classes, "height": height, "width": width,
-               "max_params": settings.INSPECT_MAX_PARAMS}
+def inspect(network: dict[str, Any], task: str, channels: int, classes: int, height: int,
+            width: int) -> dict[str, Any]:
+    """Build ``network`` as a model of ``task`` (its name) for this input and
+    summarise it: {"ok": true, "summary": {...}} or {"ok": false, "error": "..."}."""
+    request = {"network": network, "task": task, "channels": channels, "classes": classes, "height": height,
+               "width": width, "max_params": settings.INSPECT_MAX_PARAMS}
     try:
         done = _run(["-m", "trainer.networks.inspect"], json.dumps(request))
     except subprocess.TimeoutExpired:

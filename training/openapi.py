@@ -7,9 +7,9 @@ from typing import Any
 
 from django import forms
 
-from trainer.catalog import NETWORKS, SOLVERS
+from trainer.catalog import SOLVERS
 from trainer.jobfiles import BEST_CHECKPOINT
-from trainer.tasks import EVERY_SERIES
+from trainer.tasks import EVERY_SERIES, TASKS
 from training.forms import NewModelForm, ScheduleForm
 from training.forms.stopping import EARLY_STOPPING
 from training.jsondata import defaults
@@ -35,12 +35,15 @@ _ADDED: dict[str, dict[str, Any]] = {
     "scale_lr": {"description": "linear scaling rule with warmup on several GPUs"},
     "seed": {"description": "left out: a random one, recorded"},
     "solver": {"enum": [name for name, _label in SOLVERS]},
-    "standard_network": {"enum": list(NETWORKS)},
+    "standard_network": {"enum": [name for task in TASKS.values() for name in task.networks],
+                         "description": "one of the dataset's task's networks"},
     "previous_job": {"description": "an earlier model's job (or give `pretrained`)"},
     "pretrained_model": {"description": "a done pretrained model's job (or give `network: {source: pretrained, id}`)"},
 }
 _JSON_ONLY: dict[str, Any] = {
-    "network": {"type": "object", "description": "{source: standard, name} | {source: layers, text} | "
+    "network": {"type": "object", "description": "{source: standard, name} (a network of the dataset's task; "
+                                                 "object detection's models are standard networks alone) | "
+                                                 "{source: layers, text} | "
                                                  "{source: python, text} (needs the run_code permission) | "
                                                  "{source: pretrained, id} (a pretrained model, fine-tuned)",
                 "default": {"source": NewModelForm.base_fields["network_source"].initial,

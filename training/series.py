@@ -158,7 +158,7 @@ class Run:
             self.result = data
         if kind in _BY_KIND and _number(step := data.get("step")) and _number(epoch := data.get("epoch")):
             for name, key in _BY_KIND[kind]:
-                if _number(value := data.get(key)):  # a NaN loss is the run's error, not a point
+                if _number(value := _read_field(data, key)):  # a NaN loss is the run's error, not a point
                     self.series[name].add(step, epoch, value)
 
     def resume(self, step: int) -> None:
@@ -235,6 +235,16 @@ class Run:
         """The metrics API's body."""
         return {"series": self.all_points(task, limit), "snapshots": self.snapshot_list(), "best": self.best,
                 "result": self.result}
+
+
+def _read_field(data: dict[str, Any], key: str) -> Any:
+    """The field ``key`` of an event's data; a dotted key names a field of a
+    nested object (``components.loss_box_reg``: a part of the loss)."""
+    for part in key.split("."):
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)
+    return data
 
 
 def _number(value: Any) -> bool:

@@ -81,13 +81,14 @@ def dataset_label(job: Job, info: dict[str, Any]) -> str:
     return f"{job.name} #{job.pk} · {width}×{height} {colour} · {len(info['classes'])} classes"
 
 
-def dataset_choices() -> list[tuple[str, str]]:
-    choices = [("", "Choose a dataset")]
+def trainable_datasets() -> list[tuple[str, str, str]]:
+    """(id, label, task name) of every built dataset whose task trains."""
+    found = []
     for job in Job.objects.filter(kind="dataset", status=Status.DONE):
         info = dataset_services.manifest(job)
-        if info and task_of(info).trains:
-            choices.append((str(job.pk), dataset_label(job, info)))
-    return choices
+        if info and (task := task_of(info)).trains:
+            found.append((str(job.pk), dataset_label(job, info), task.name))
+    return found
 
 
 def built_dataset(value: Any) -> tuple[Job, dict[str, Any]]:

@@ -26,8 +26,9 @@ from trainer.tasks import task_of
 from web.api import BadRequest, bad_request_message, error, json_body
 from web.files import streamed_asynchronously
 
-from . import networkinfo, presets, series, services
+from . import networkinfo, presets, series, services, taskoptions
 from .forms import NewModelForm, ScheduleForm
+from .forms.taskfit import problems
 from .jsondata import api_data
 
 # Images are shown in the page; everything else is a download.
@@ -47,6 +48,12 @@ def _page_data(form: NewModelForm) -> dict[str, Any]:
         "presets": presets.PRESETS,
         "momentum": [name for name, solver in networkinfo.solvers().items() if solver["momentum"]],
         "networks": networkinfo.networks(),
+        "customizable": networkinfo.customizable(),
+        "tasks": taskoptions.page_tasks(),
+        "dataset_tasks": form.dataset_tasks,
+        # What a field a task refuses is set back to when the page hides it.
+        "initials": {name: form.fields[name].initial for task in taskoptions.TASKS.values()
+                     for name in task.refused_options},
         "previous": form.previous,
         "pretrained": [{"id": p["id"], "label": p["label"], "network": p["network"]} for p in form.pretrained_models],
         "may_run_code": form.may_run_code,
@@ -101,9 +108,9 @@ def lr_preview(request: HttpRequest) -> JsonResponse:
 @require_GET
 def customize(request: HttpRequest) -> JsonResponse:
     name = request.GET.get("name", "")
-    known = networkinfo.networks()
+    known = networkinfo.customizable()
     if name not in known:
-        return error(f"Unknown standard network {name!r}; known: {', '.join(known)}.", 400)
+        return error(f"{name!r} is not a standard network that can be customized; those are: {', '.join(known)}.", 400)
     try:
         return JsonResponse(networkinfo.customize(name))
     except networkinfo.Busy as exc:
@@ -127,6 +134,10 @@ def visualize(request: HttpRequest) -> JsonResponse:
         network = services.checked_network(body.get("network"), request.user)
     except ValueError as exc:
         return error(str(exc), 400)
+    task = task_of(info)
+    chosen = {"network_source": network.get("source"), "standard_network": network.get("name"), "crop": body.get("crop")}
+    if refused := problems(task, chosen):
+        return error(" ".join(refused.values()), 400)
     height, width, channels = info["image_shape"]
     crop = body.get("crop")
     if crop is not None:
@@ -135,7 +146,7 @@ def visualize(request: HttpRequest) -> JsonResponse:
                                           "images.", 400)
         height = width = crop
     classes = len(info["classes"])
-    answer = networkinfo.inspect(network, channels, classes, height, width)
+    answer = networkinfo.inspect(network, task.name, channels, classes, height, width)
     if not answer.get("ok"):
         return error(answer.get("error") or "The network does not build.", 429 if answer.get("busy") else 400)
     return JsonResponse({"summary": answer["summary"], "input": [channels, height, width], "classes": classes,

@@ -99,3 +99,57 @@ def test_the_speed_run_preset_fills_the_form_and_creates_that_model(page):
     params = Job.objects.get(kind="train", name="speed run").params
     assert params["averaging"] == {"kind": "lookahead", "decay": 0.95, "every": 5}
     assert (params["lr"], params["norm_bias_lr_scale"], params["tta"]) == (1.5, 64.0, "mirror_translate")
+
+
+def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part_of_the_loss(page, worker):
+    from playwright.sync_api import expect
+
+    from tests.detectionfiles import make_detection_dataset
+    from tests.trainfiles import make_dataset
+
+    sign_up(page, "ross")
+    owner = User.objects.get(username="ross")
+    boxes = Job.objects.create(kind="dataset", name="boxes", owner=owner, status="done")
+    make_detection_dataset(boxes.folder / jobfiles.DATASET)
+    bars = Job.objects.create(kind="dataset", name="bars", owner=owner, status="done")
+    make_dataset(bars.folder / jobfiles.DATASET)
+
+    page.click("text=New model")
+    page.select_option("#id_dataset", str(boxes.pk))
+    expect(page.locator("#dataset-task")).to_have_text("A model for object detection.")
+    expect(page.locator("#id_standard_network")).to_have_value("fasterrcnn_mobilenet_v3_large_fpn")
+    expect(page.locator("#id_standard_network option[value=lenet]")).to_be_disabled()
+    for hidden in ("p[data-field=crop]", "p[data-field=rotation]", "p[data-field=tta]", "p[data-field=label_smoothing]",
+                   "#customize", "button[data-preset=speedrun]", "#id_network_source_layers"):
+        expect(page.locator(hidden)).to_be_hidden()
+    expect(page.locator("#id_flip option[value=both]")).to_be_disabled()
+
+    page.select_option("#id_dataset", str(bars.pk))  # a classification dataset: everything again
+    expect(page.locator("#id_standard_network option[value=lenet]")).to_be_enabled()
+    expect(page.locator("p[data-field=crop]")).to_be_visible()
+    expect(page.locator("button[data-preset=speedrun]")).to_be_visible()
+    page.select_option("#id_standard_network", "lenet")
+
+    page.select_option("#id_dataset", str(boxes.pk))
+    expect(page.locator("#id_standard_network")).to_have_value("fasterrcnn_mobilenet_v3_large_fpn")
+    page.fill("#id_name", "detector")
+    page.fill("#id_epochs", "2")
+    page.fill("#id_batch_size", "2")
+    page.select_option("#id_solver", "adamw")
+    page.fill("#id_lr", "0.001")
+    page.select_option("#id_mean", "none")  # the small dataset was written without a mean image
+    page.select_option("#id_flip", "horizontal")
+    page.click("#visualize")
+    expect(page.locator("#visualize")).to_have_text("Visualize", timeout=NETWORK_ANSWER_MS)  # answered
+    expect(page.locator("#network-error")).to_be_hidden()
+    expect(page.locator("#network-table")).to_contain_text("roi_heads.box_predictor.cls_score")
+
+    page.click("text=Create model")
+    page.wait_for_url("**/jobs/*/")
+    expect(page.locator("#status")).to_have_text("Done", timeout=180_000)
+    expect(page.locator("#training-result")).to_contain_text("mAP@0.5")
+    names = page.evaluate("(document.getElementById('components-chart').data ?? []).map((trace) => trace.name)")
+    assert names == ["classification (box head)", "box regression (box head)", "objectness (proposals)",
+                     "box regression (proposals)"]
+    params = Job.objects.get(kind="train", name="detector").params
+    assert (params["task"], params["flip"], params["crop"]) == ("detection", "horizontal", None)

@@ -16,6 +16,7 @@ from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.trainer.test_networks import ALIAS_BOMB
 from trainer import jobfiles, lr_policy, tasks
+from trainer.catalog import NETWORKS
 from trainer.targets import ClassLabels
 from trainer.tasks import Metric, Task
 from training import sweeps
@@ -127,22 +128,94 @@ def test_the_api_creates_a_model_with_the_pages_defaults(alice, digits):
         "precision": "fp32", "channels_last": False, "compile": False, "early_stopping": None}
 
 
-def test_a_dataset_of_a_task_that_does_not_train_is_neither_listed_nor_taken(alice, digits):
-    from tests.detectionfiles import make_detection_dataset
-
-    boxes = Job.objects.create(kind="dataset", name="boxes", owner=alice, status=Status.DONE)
-    make_detection_dataset(boxes.folder / jobfiles.DATASET)
+def test_a_dataset_of_a_task_that_does_not_train_is_neither_listed_nor_taken(alice, digits, monkeypatch):
+    monkeypatch.setitem(tasks.TASKS, "counting", Task("counting", "Counting", metrics=(Metric("exact", "exact"),),
+                                                      metrics_title="exact counts", targets=ClassLabels(),
+                                                      training=None, plan=""))
+    counted = dataset(alice, name="counted")
+    manifest = counted.folder / jobfiles.DATASET / jobfiles.MANIFEST
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "task": "counting"}))
     client = signed_in(alice)
     page = client.get("/models/new/").content.decode()
-    assert f'value="{digits.pk}"' in page and f'value="{boxes.pk}"' not in page
-    refused = errors(create(client, name="detector", dataset=boxes.pk))
-    assert refused["dataset"] == (f"The dataset “boxes” (#{boxes.pk}) is for object detection, and no network of "
+    assert f'value="{digits.pk}"' in page and f'value="{counted.pk}"' not in page
+    refused = errors(create(client, name="counter", dataset=counted.pk))
+    assert refused["dataset"] == (f"The dataset “counted” (#{counted.pk}) is for counting, and no network of "
                                   "this app trains for it yet.")
+
+
+@pytest.fixture
+def boxes(alice):
+    """A built detection dataset (colour images, two classes)."""
+    from tests.detectionfiles import make_detection_dataset
+
+    job = Job.objects.create(kind="dataset", name="boxes", owner=alice, status=Status.DONE)
+    make_detection_dataset(job.folder / jobfiles.DATASET)
+    return job
+
+
+DETECTOR = {"source": "standard", "name": "fasterrcnn_mobilenet_v3_large_fpn"}
+
+
+def test_the_page_offers_each_task_its_own_networks_sources_and_options(alice, digits, boxes):
+    client = signed_in(alice)
+    page = client.get("/models/new/")
+    data = page.context["page_data"]
+    assert {str(digits.pk): "classification", str(boxes.pk): "detection"}.items() <= data["dataset_tasks"].items()
+    detection = data["tasks"]["detection"]
+    assert detection["networks"] == list(tasks.TASKS["detection"].networks) and "lenet" not in detection["networks"]
+    assert detection["sources"] == ["standard"] and detection["flips"] == ["none", "horizontal"]
+    assert {"crop", "rotation", "tta", "label_smoothing"} <= set(detection["refused"]) and detection["presets"] == []
+    classification = data["tasks"]["classification"]
+    assert "lenet" in classification["networks"] and "fasterrcnn_resnet50_fpn" not in classification["networks"]
+    assert classification["presets"] == ["speedrun"] and classification["flips"] is None
+    assert "fasterrcnn_mobilenet_v3_large_fpn" not in data["customizable"] and "resnet18" in data["customizable"]
+    assert data["initials"]["crop"] is None and data["initials"]["tta"] == "none"
+
+
+def test_a_detection_model_takes_a_detector_and_only_the_options_that_move_its_boxes(alice, boxes):
+    client = signed_in(alice)
+    why = "A model for object detection cannot use this yet: its only augmentation is a horizontal flip, which " \
+          "moves the boxes with the pixels."
+    refused = errors(create(client, name="d", dataset=boxes.pk, network=DETECTOR, batch_size=2, crop=20, rotation=5.0,
+                            flip="both", tta="mirror", label_smoothing=0.1, translate=2))
+    assert refused == {name: why for name in ("crop", "rotation", "flip", "tta", "label_smoothing", "translate")}
+    offered = ("Faster R-CNN MobileNetV3-Large FPN, Faster R-CNN ResNet-50 FPN, RetinaNet ResNet-50 FPN, "
+               "FCOS ResNet-50 FPN, SSDlite MobileNetV3-Large, SSD300 VGG-16")
+    assert errors(create(client, name="d", dataset=boxes.pk, batch_size=2, network={"source": "standard", "name": "lenet"})) == {
+        "standard_network": f"lenet is not a network for object detection; choose one of: {offered}."}
+    layers = {"source": "layers", "text": "- flatten\n- linear: {out: classes}"}
+    assert errors(create(client, name="d", dataset=boxes.pk, batch_size=2, network=layers)) == {
+        "network_source": "A model for object detection starts from: standard network."}
+
+    made = create(client, name="detector", dataset=boxes.pk, network=DETECTOR, flip="horizontal", lr=0.01, batch_size=2,
+                  solver="adamw", epochs=3)
+    assert made.status_code == 201, made.content
+    params = Job.objects.get(pk=made.json()["jobs"][0]["id"]).params
+    assert (params["task"], params["network"], params["flip"]) == ("detection", DETECTOR, "horizontal")
+
+
+def test_visualize_and_customize_build_a_detector_as_its_runs_do(alice, boxes):
+    client = signed_in(alice)
+
+    def visualize(network):
+        return client.post("/models/visualize", json.dumps({"network": network, "dataset": boxes.pk}),
+                           content_type="application/json")
+
+    answer = visualize(DETECTOR).json()
+    assert answer["input"] == [3, 30, 40] and answer["classes"] == 2
+    predictor = [layer for layer in answer["summary"]["layers"] if layer["name"] == "roi_heads.box_predictor.cls_score"]
+    assert predictor[0]["output_shape"] == [3]  # the two classes and the background
+    refused = visualize({"source": "standard", "name": "lenet"})
+    assert refused.status_code == 400 and refused.json()["error"].startswith("lenet is not a network for object detection")
+    customize = client.get("/models/customize", {"name": DETECTOR["name"]})
+    assert customize.status_code == 400
+    assert customize.json()["error"].startswith("'fasterrcnn_mobilenet_v3_large_fpn' is not a standard network that can "
+                                                "be customized")
 
 
 def test_early_stopping_watches_the_loss_or_the_datasets_own_headline_metric(alice, monkeypatch):
     counting = Task("counting", "Counting", metrics=(Metric("exact", "exact count"),), metrics_title="exact counts",
-                    targets=ClassLabels(), training="", plan="")
+                    targets=ClassLabels(), training="", plan="", networks=NETWORKS)
     monkeypatch.setitem(tasks.TASKS, "counting", counting)
     counted = dataset(alice, name="counted")
     manifest = counted.folder / jobfiles.DATASET / jobfiles.MANIFEST
@@ -314,7 +387,8 @@ def test_customize_gives_the_editor_text_of_a_standard_network(alice):
     resnet = client.get("/models/customize?name=resnet18").json()
     assert resnet["source"] == "python" and "def build(" in resnet["text"]
     unknown = client.get("/models/customize?name=nope")
-    assert unknown.status_code == 400 and "Unknown standard network" in unknown.json()["error"]
+    assert unknown.status_code == 400
+    assert unknown.json()["error"].startswith("'nope' is not a standard network that can be customized")
 
 
 def test_visualize_lists_the_layers_for_the_datasets_images_or_says_why_not(alice, digits):

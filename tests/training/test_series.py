@@ -196,3 +196,21 @@ def test_the_cache_keeps_the_64_runs_read_last_and_rereads_one_it_dropped(tmp_pa
     again = series.view(folders[0], lambda run: run)
     assert again is not runs[0] and again.points("train_loss", 100) == runs[0].points("train_loss", 100)
     assert series.view(folders[1], lambda run: run) is not runs[1]  # dropped in turn for the first
+
+
+def test_the_parts_of_a_detectors_loss_are_series_of_their_own(tmp_path):
+    for step in range(1, 4):
+        parts = {"loss_classifier": 0.5 / step, "loss_box_reg": 0.25 / step, "unnamed_part": 9.0}
+        eventlog.append(tmp_path, kinds.TRAIN, kinds.train(step, step / 10, 0.75 / step, 0.1, 8, 50.0, 0.0, parts))
+    eventlog.append(tmp_path, kinds.TRAIN, kinds.train(4, 0.4, 0.1, 0.1, 8, 50.0, 0.0, {"loss_classifier": math.nan}))
+    detection = task_of({"task": "detection"})
+    body = series.view(tmp_path, lambda run: run.metrics(detection, series.MAX_POINTS))["series"]
+    assert [point[2] for point in body["loss_part_loss_classifier"]] == [0.5, 0.25, 0.5 / 3]
+    assert [point[0] for point in body["loss_part_loss_box_reg"]] == [1, 2, 3]
+    assert body["loss_part_loss_objectness"] == [] and not any("unnamed" in name for name in body)
+    assert len(body["train_loss"]) == 4
+    classification = series.view(tmp_path, all_of)["series"]
+    assert not any(name.startswith("loss_part_") for name in classification)
+    parts = detection.page_vocabulary()["loss_components"]
+    assert parts[0] == {"series": "loss_part_loss_classifier", "label": "classification (box head)"}
+    assert detection.series_fields()[kinds.TRAIN]["loss_part_loss_box_reg"] == "components.loss_box_reg"

@@ -2,8 +2,9 @@
 
     python -m trainer.networks.inspect < request.json
 
-reads ``{"network": spec, "channels", "classes", "height", "width",
-"max_params"}`` and
+reads ``{"network": spec, "task", "channels", "classes", "height", "width",
+"max_params"}`` (``task`` a task's name, classification when absent: the
+network is built as that task's runs build it) and
 prints one line of JSON: ``{"ok": true, "summary": {...}}`` or
 ``{"ok": false, "error": "..."}``; the exit status is 0 either way. Anything
 else written to stdout while the network is built (a user's ``print``, a
@@ -17,7 +18,9 @@ import os
 import sys
 from typing import Any
 
-from trainer.networks import NetworkError, build, summary
+from trainer.networks import NetworkError, summary
+from trainer.tasks import task_of
+from trainer.tasks.training import training_for
 
 
 def answer(request: Any) -> dict[str, Any]:
@@ -31,14 +34,15 @@ def answer(request: Any) -> dict[str, Any]:
         return {"ok": False, "error": f"The request lacks {exc.args[0]!r}"}
     channels, classes, height, width = sizes
     try:
-        model = build(spec, channels, classes, height, width)
+        task = task_of({"task": request.get("task")})
+        model = training_for(task, classes, {}).build(spec, channels, classes, height, width)
         params = sum(p.numel() for p in model.parameters())
         limit = request.get("max_params")
         if isinstance(limit, int) and params > limit:
             return {"ok": False, "error": f"The network has {params:,} parameters, more than the {limit:,} "
                                           "that Visualize builds (INSPECT_MAX_PARAMS)."}
         return {"ok": True, "summary": summary(model, channels, height, width)}
-    except NetworkError as exc:
+    except (NetworkError, ValueError) as exc:
         return {"ok": False, "error": str(exc)}
 
 

@@ -30,7 +30,7 @@ def task_of(params: Mapping[str, Any]) -> Task:
 def _every_series() -> dict[str, tuple[str, str]]:
     found = dict(LOOP_SERIES)
     for task in TASKS.values():
-        for name, source in task.metric_series.items():
+        for name, source in task.series.items():
             if found.setdefault(name, source) != source:
                 raise ValueError(f"Two tasks read the series {name} from different fields.")
     return found

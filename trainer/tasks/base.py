@@ -8,10 +8,13 @@ dataset planner (``trainer.buildplan``) and trainer side
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trainer import eventkinds as kinds
+from trainer.catalog import NetworkInfo
 
 from . import uses
 
@@ -26,6 +29,19 @@ LOOP_SERIES: dict[str, tuple[str, str]] = {
     "images_per_s": (kinds.TRAIN, "images_per_s"),
     "data_wait": (kinds.TRAIN, "data_wait"),
 }
+# Where a model's network can come from (the New model form's choices):
+# a standard network of the task's, a list of layers, Python code, the
+# network and weights of an earlier model, or of a pretrained model.
+NETWORK_SOURCES = ("standard", "layers", "python", "previous", "pretrained")
+# A run's params an option is "off" with: a task that refuses an option
+# refuses it with any other value.
+OFF_VALUES = (None, 0, 0.0, "", "none", False)
+
+def component_series(name: str) -> str:
+    """The chart series of the loss's part ``name``."""
+    return f"loss_part_{name}"
+
+
 # Kinds the training section of the job page follows live.
 PAGE_KINDS = (kinds.NETWORK, kinds.TRAIN, kinds.PERF, kinds.HARDWARE, kinds.PROFILE, kinds.VAL, kinds.LAYERS,
               kinds.BEST, kinds.SNAPSHOT, kinds.RESUME, kinds.RESULT, kinds.STATUS)
@@ -71,6 +87,22 @@ class Task:
     # The web features that can use a model of this task (names from
     # ``uses``): a task offers none it does not name.
     model_uses: frozenset[str] = frozenset()
+    # The standard networks its models can be (``trainer.catalog``), in the
+    # New model form's order.
+    networks: Mapping[str, NetworkInfo] = dataclasses.field(default_factory=dict)
+    # Where its models' networks can come from (``NETWORK_SOURCES``).
+    network_sources: tuple[str, ...] = NETWORK_SOURCES
+    # The run options (job params) its runs cannot take, unless off
+    # (``OFF_VALUES``), and the random flips they can: None, every one.
+    # ``refusal`` says why, after "A <task> model cannot use …".
+    refused_options: tuple[str, ...] = ()
+    flips: tuple[str, ...] | None = None
+    refusal: str = ""
+    # The parts of its training loss that runs report (``components`` of a
+    # ``train`` event, by the name the network gives each) and charted apart:
+    # {name: label as a chart's legend shows it}. A part not named here is
+    # summed into the loss but not charted.
+    loss_components: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def trains(self) -> bool:
@@ -86,9 +118,23 @@ class Task:
     def __post_init__(self) -> None:
         if not self.metrics:
             raise ValueError(f"The task “{self.name}” names no metric: its runs would have nothing to compare.")
+        if unknown := set(self.network_sources) - set(NETWORK_SOURCES):
+            raise ValueError(f"The task “{self.name}” names unknown network sources ({', '.join(sorted(unknown))}).")
         if unknown := self.model_uses - uses.USES:
             raise ValueError(f"The task “{self.name}” names unknown uses ({', '.join(sorted(unknown))}): "
                              f"the uses are {', '.join(sorted(uses.USES))}.")
+
+    def refused(self, params: Mapping[str, Any]) -> dict[str, str]:
+        """The options of a run's ``params`` this task cannot take: {param:
+        "name = value"}, in the order the task names them (flips first)."""
+        chosen: dict[str, str] = {}
+        flip = params.get("flip") or "none"
+        if self.flips is not None and flip not in self.flips:
+            chosen["flip"] = f"flip = {flip}"
+        for name in self.refused_options:
+            if params.get(name) not in OFF_VALUES:
+                chosen[name] = f"{name} = {params[name]}"
+        return chosen
 
     def offers(self, use: str) -> bool:
         """Whether a model of this task can be used for ``use`` (a name from
@@ -101,8 +147,14 @@ class Task:
         return {metric.series: (kinds.VAL, metric.field) for metric in self.metrics}
 
     @property
+    def component_series(self) -> dict[str, tuple[str, str]]:
+        """The chart series of its loss's parts: name -> (event kind, path of
+        the field in its data, the parts of a dotted path nested)."""
+        return {component_series(name): (kinds.TRAIN, f"{kinds.COMPONENTS}.{name}") for name in self.loss_components}
+
+    @property
     def series(self) -> dict[str, tuple[str, str]]:
-        return {**LOOP_SERIES, **self.metric_series}
+        return {**LOOP_SERIES, **self.metric_series, **self.component_series}
 
     def shown_metrics(self, classes: int | None) -> list[dict[str, str]]:
         """The metrics a page shows for a dataset of ``classes`` classes
@@ -118,6 +170,9 @@ class Task:
 
     def page_vocabulary(self) -> dict[str, Any]:
         """What a page script needs to follow a run of this task: the event
-        kinds by name and the series each metric kind carries."""
+        kinds by name, the series each metric kind carries and its loss's
+        parts (series and label)."""
         return {"kinds": {kind: kind for kind in PAGE_KINDS}, "series_fields": self.series_fields(),
-                "metrics_title": self.metrics_title}
+                "metrics_title": self.metrics_title,
+                "loss_components": [{"series": component_series(name), "label": label}
+                                    for name, label in self.loss_components.items()]}

@@ -5,8 +5,17 @@ headline) and averaged over IoUs from 0.5 to 0.95 (COCO's).
 
 Its datasets can be built, explored and exported as COCO. Its trainer side
 (``detection_training``) trains torchvision's detectors on them, with their
-own losses (charted one by one), flips that move the boxes, and mAP."""
+own losses (charted one by one), flips that move the boxes, and mAP.
 
+Its models are torchvision's detectors (``catalog.DETECTION_NETWORKS``),
+trained from scratch. Its runs take the options that do not move pixels
+(solver, schedule, precision, devices…) and, of the augmentation, horizontal
+flips alone: the others would move the pixels without the boxes (crops,
+translation, rotation, zoom) or are classification's (test-time
+augmentation averages logits; label smoothing).
+"""
+
+from trainer.catalog import DETECTION_NETWORKS
 from trainer.detection.targets import Boxes
 
 from .base import Metric, Task
@@ -15,4 +24,18 @@ TASK = Task("detection", "Object detection", metrics=(
     Metric("map50", "mAP@0.5"),
     Metric("map", "mAP@0.5:0.95"),
 ), metrics_title="mean average precision", targets=Boxes(), training="trainer.tasks.detection_training",
-    plan="trainer.tasks.detection_plan")
+    plan="trainer.tasks.detection_plan", networks=DETECTION_NETWORKS, network_sources=("standard",),
+    refused_options=("crop", "translate", "rotation", "scale", "noise", "color_jitter", "tta", "label_smoothing"),
+    flips=("none", "horizontal"),
+    refusal="its only augmentation is a horizontal flip, which moves the boxes with the pixels",
+    # The parts torchvision's detectors give their losses: Faster R-CNN's
+    # first four, RetinaNet's, FCOS's and SSD's the others.
+    loss_components={
+        "loss_classifier": "classification (box head)",
+        "loss_box_reg": "box regression (box head)",
+        "loss_objectness": "objectness (proposals)",
+        "loss_rpn_box_reg": "box regression (proposals)",
+        "classification": "classification",
+        "bbox_regression": "box regression",
+        "bbox_ctrness": "centre-ness",
+    })

@@ -19,8 +19,9 @@ of being scaled to 800 pixels; the SSD networks alone resize to the fixed
 input their anchors are laid out for (300 or 320 pixels a side).
 
 Augmentation: horizontal flips alone, which ``follow`` applies to the boxes
-(x1' = W - x2, x2' = W - x1); the other options of the job's augmentation
-are refused when the training is made.
+(x1' = W - x2, x2' = W - x1); the options the registration refuses
+(``Task.refused``) are refused again when the training is made, for a job
+that did not come through the New model form.
 """
 
 from __future__ import annotations
@@ -53,11 +54,6 @@ BUILDERS: dict[str, tuple[Callable[..., torch.nn.Module], bool]] = {
     "ssdlite320_mobilenet_v3_large": (detection.ssdlite320_mobilenet_v3_large, True),
     "ssd300_vgg16": (detection.ssd300_vgg16, True),
 }
-# Job options a detection run cannot take yet: they would move the pixels
-# without the boxes (augmentation other than a horizontal flip) or are
-# classification's (test-time augmentation averages logits).
-REFUSED = ("crop", "translate", "rotation", "scale", "noise", "color_jitter", "tta", "label_smoothing")
-FLIPS = ("none", "horizontal")
 
 
 def flip_boxes(targets: torch.Tensor, flipped: torch.Tensor, width: int) -> torch.Tensor:
@@ -154,12 +150,8 @@ class Evaluation:
 class Training:
     def __init__(self, task: Task, classes: int, config: dict[str, Any]) -> None:
         self.task, self.classes = task, classes
-        chosen = [f"{name} = {config[name]}" for name in REFUSED if config.get(name) not in (None, 0, "none")]
-        if (config.get("flip") or "none") not in FLIPS:
-            chosen.insert(0, f"flip = {config['flip']}")
-        if chosen:
-            raise ValueError(f"A detection run cannot use {', '.join(chosen)} yet: its only augmentation is a "
-                             "horizontal flip, which moves the boxes with the pixels.")
+        if chosen := task.refused(config):
+            raise ValueError(f"A detection run cannot use {', '.join(chosen.values())} yet: {task.refusal}.")
 
     def build(self, network: dict[str, Any], channels: int, classes: int, height: int, width: int) -> torch.nn.Module:
         """The catalogue's detector ``network["name"]`` (a standard network)

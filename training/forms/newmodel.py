@@ -18,7 +18,7 @@ from trainer.tasks import Task, task_of
 
 from .. import sweeps
 from ..modeljobs import MODEL_KIND
-from ..services import RUN_CODE, dataset_choices
+from ..services import RUN_CODE, trainable_datasets
 from .augmentation import AugmentationFields
 from .network import NetworkFields
 from .precision import PrecisionFields
@@ -26,6 +26,7 @@ from .run import RunFields
 from .schedule import ScheduleForm
 from .solver import SolverFields
 from .stopping import StoppingFields
+from .taskfit import problems
 
 
 # Django lists the fields of the farthest base first, so the bases are in the
@@ -40,12 +41,18 @@ class NewModelForm(NetworkFields, StoppingFields, PrecisionFields, AugmentationF
         self.user = user
         self.may_run_code = user.has_perm(RUN_CODE)
         self.fields["dataset"].required = True
-        self.fields["dataset"].widget.choices = dataset_choices()
+        datasets = trainable_datasets()
+        self.fields["dataset"].widget.choices = [("", "Choose a dataset")] + [(pk, label) for pk, label, _ in datasets]
+        # {dataset id: its task's name}: the page offers what that task takes.
+        self.dataset_tasks = {pk: task for pk, _, task in datasets}
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         self.check_crop(data)
         self._check_sweep(data)
+        if self.dataset_job is not None:
+            for name, message in problems(self.task(), data).items():
+                self.add_error(name, message)
         self.check_network(data)
         self.check_whitening(data)
         if self.dataset_job is not None:

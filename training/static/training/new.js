@@ -1,5 +1,6 @@
-// New model form: show the fields that apply (network source, the policy's
-// parameters, momentum, GPUs, patience), describe the chosen standard network,
+// New model form: show the fields that apply (what the chosen dataset's task
+// takes, network source, the policy's parameters, momentum, GPUs, patience),
+// describe the chosen standard network,
 // copy it into an editor (Customize), list a network's layers (Visualize), and
 // draw the learning rate curve as the fields change.
 import { api } from "../js/live.js";
@@ -41,6 +42,45 @@ function showNetworkInfo() {
 }
 field("standard_network").addEventListener("change", showNetworkInfo);
 
+// The chosen dataset's task: its networks, network sources, flips and
+// presets alone; the options it refuses hidden and set back to off.
+function chosenTask() {
+  return page.tasks[page.dataset_tasks[field("dataset").value]] || null;
+}
+function showTask() {
+  const task = chosenTask();
+  const note = document.getElementById("dataset-task");
+  note.hidden = !task;
+  note.textContent = task ? `A model for ${task.label.toLowerCase()}.` : "";
+  for (const radio of form.querySelectorAll("input[name=network_source]")) {
+    const offered = !task || task.sources.includes(radio.value);
+    radio.closest("label").hidden = !offered;
+    if (!offered && radio.checked) chooseSource("standard");
+  }
+  const networks = field("standard_network");
+  for (const option of networks.options) {
+    option.hidden = option.disabled = Boolean(task) && !task.networks.includes(option.value);
+  }
+  if (networks.selectedOptions[0]?.disabled) {
+    networks.value = task.networks[0];
+    showNetworkInfo();
+  }
+  for (const option of field("flip").options) {
+    option.hidden = option.disabled = Boolean(task?.flips) && !task.flips.includes(option.value);
+  }
+  if (field("flip").selectedOptions[0]?.disabled) field("flip").value = "none";
+  for (const [name, initial] of Object.entries(page.initials)) {
+    const refused = Boolean(task?.refused.includes(name));
+    if (refused) field(name).value = initial ?? "";
+    showRow(name, !refused);
+  }
+  for (const button of form.querySelectorAll("button[data-preset]")) {
+    button.hidden = Boolean(task) && !task.presets.includes(button.dataset.preset);
+  }
+  showCustomize();
+}
+field("dataset").addEventListener("change", showTask);
+
 const networkError = document.getElementById("network-error");
 function showNetworkError(message) {
   networkError.textContent = message;
@@ -48,6 +88,10 @@ function showNetworkError(message) {
 }
 
 const customizeButton = document.getElementById("customize");
+function showCustomize() {
+  customizeButton.closest("p").hidden = !page.customizable.includes(field("standard_network").value);
+}
+field("standard_network").addEventListener("change", showCustomize);
 customizeButton.addEventListener("click", async () => {
   const name = field("standard_network").value;
   try {
@@ -243,6 +287,7 @@ for (const name of [...PREVIEW_FIELDS, "scale_lr"]) {
 
 showNetwork();
 showNetworkInfo();
+showTask();
 if (previousJob) showSnapshots();
 showSolver();
 showPolicy();

@@ -10,16 +10,20 @@ import { data, metrics } from "./page.js";
 const MAX_LIVE_POINTS = 20000;
 
 // From the page's event vocabulary: per metric kind, series name -> field
-// of the event that carries it.
+// of the event that carries it (a dotted path for a field of a nested object).
 export const FIELDS = data.series_fields;
 
 const series = data.series;
 
 class CurveChart {
-  // traces: [{key, name, yaxis?, color, dash?, markers?}] each drawn from series[key]: [step, epoch, value]
-  constructor(id, traces, layout) {
+  // traces: [{key, name, yaxis?, color, dash?, markers?}] each drawn from series[key]: [step, epoch, value];
+  // withPoints: only the traces whose series has points when the chart is drawn
+  // (the loss's parts: each network reports some of its task's).
+  constructor(id, traces, layout, withPoints = false) {
     this.node = document.getElementById(id);
+    this.all = traces;
     this.traces = traces;
+    this.withPoints = withPoints;
     this.layout = { height: 280, margin: { t: 28, r: 60, b: 44, l: 60 }, legend: legendAbove(),
       xaxis: { title: { text: "epoch" } }, uirevision: "keep", ...layout };
     this.drawn = false;
@@ -38,13 +42,19 @@ class CurveChart {
   }
 
   draw() {
+    if (!this.node) return;
     this.drawn = true;
+    if (this.withPoints) this.traces = this.all.filter((t) => series[t.key].length);
     plot(this.node, this.traces.map((t) => this.trace(t)), this.layout);
   }
 
   add(key, point) {
+    if (!this.drawn) return;
     const index = this.keys().indexOf(key);
-    if (!this.drawn || index < 0) return;
+    if (index < 0) {
+      if (this.withPoints && this.all.some((t) => t.key === key)) this.draw();  // a part's first point
+      return;
+    }
     extend(this.node, { x: [[point[1]]], y: [[point[2]]], customdata: [[point[0]]] }, [index]);
   }
 }
@@ -75,6 +85,9 @@ const charts = [
     yaxis: { title: { text: "images/s" }, rangemode: "tozero" },
     yaxis2: { title: { text: "waiting for data" }, ...PERCENT_AXIS },
   }),
+  new CurveChart("components-chart", data.loss_components.map((part, i) => ({
+    key: part.series, name: part.label, color: COLOURS[(i + 1) % COLOURS.length],
+  })), { yaxis: { title: { text: "loss" }, rangemode: "tozero" } }, true),
 ];
 
 // A run with no points yet shows a note instead of empty axes.
@@ -90,7 +103,7 @@ function showCharts() {
 // The points a `train` or `val` event carries, added to their series and charts.
 export function addPoints(kind, d) {
   for (const [key, field] of Object.entries(FIELDS[kind])) {
-    const value = d[field];
+    const value = field.split(".").reduce((nested, part) => nested?.[part], d);
     if (!isNumber(value) || !isNumber(d.step) || !isNumber(d.epoch)) continue;
     const point = [d.step, d.epoch, value];
     series[key].push(point);

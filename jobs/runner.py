@@ -28,7 +28,7 @@ from django.utils import timezone
 from trainer import diskspace, environment, eventkinds, eventlog, jobfiles
 from trainer.gpus import CUDA_NUMBERING
 
-from . import eventseek, kinds, leases, nodes, permissions, placement
+from . import cputhreads, eventseek, kinds, leases, nodes, permissions, placement
 from .bus import Forwarder
 from .logfile import LogTail, tail_lines
 from .models import Job, Status
@@ -244,6 +244,7 @@ def launch(job: Job, devices: list[str], rank: int = 0) -> subprocess.Popen:
     env = {**job_environment(), "PYTHONPATH": str(settings.BASE_DIR), "PYTHONUNBUFFERED": "1"}
     env["CUDA_VISIBLE_DEVICES"] = ",".join(d.removeprefix("gpu") for d in devices if d.startswith("gpu"))
     env.update(CUDA_NUMBERING)  # so that CUDA's device N is the worker's gpuN
+    env.update(cputhreads.thread_environment(devices, settings.CPU_SLOTS, cputhreads.machine_cores(), env))
     command = kinds.get(job.kind).command(job)
     argv = [sys.executable, str(PROCGROUP), str(os.getpid()), str(settings.JOB_ABORT_GRACE_SECONDS), "--", *command]
     with open(folder / jobfiles.node_log(rank), "ab") as log_file:

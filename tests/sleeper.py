@@ -7,7 +7,8 @@ library, and no ``error`` event); ``ignore_term`` makes it ignore
 SIGTERM so tests can check the SIGKILL after the grace period;
 ``hang_after`` makes its first run stop saying anything after that many
 steps (a stuck process), until it is killed. Its ``started`` event carries
-its pid and the names in its environment.
+its pid, the names in its environment and its thread count (``threads``:
+``OMP_NUM_THREADS``).
 """
 
 import json
@@ -25,7 +26,8 @@ def main(config_path: str) -> int:
     config = json.loads(Path(config_path).read_text())
     if config.get("ignore_term"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    eventlog.append(job_dir, "started", {"pid": os.getpid(), "t": time.time(), "environment": sorted(os.environ)})
+    eventlog.append(job_dir, "started", {"pid": os.getpid(), "t": time.time(), "environment": sorted(os.environ),
+                                        "threads": os.environ.get("OMP_NUM_THREADS")})
     steps = int(config.get("steps", 5))
     for step in range(1, steps + 1):
         time.sleep(float(config.get("step_seconds", 0.1)))

@@ -193,3 +193,18 @@ def test_a_failure_is_its_own_error_when_among_the_last_1000_events(alice, after
     (job.folder / "log.txt").write_text("last words\n")
     message = runner.failure_message(job, 3)
     assert message == ("out of patience" if found else "The job's process exited with code 3; its log shows why.")
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+def test_a_cpu_job_computes_with_its_slots_share_of_the_cores(alice, worker_factory, slots):
+    from jobs.cputhreads import machine_cores
+
+    worker_factory(CPU_SLOTS=str(slots))
+    job = wait_status(submit_sleep(alice, steps=1, step_seconds=0.01), Status.DONE)
+    assert events_of(job, "started")[0]["data"]["threads"] == str(max(1, machine_cores() // slots))
+
+
+def test_a_workers_own_thread_count_is_left_to_its_jobs(alice, worker_factory):
+    worker_factory(CPU_SLOTS="2", OMP_NUM_THREADS="3")
+    job = wait_status(submit_sleep(alice, steps=1, step_seconds=0.01), Status.DONE)
+    assert events_of(job, "started")[0]["data"]["threads"] == "3"

@@ -98,26 +98,26 @@ def rectangle_image(name: str, rng: np.random.Generator, size: int = SIZE) -> tu
     return out.getvalue(), (x1, y1, x1 + int(width), y1 + int(height))
 
 
-def rectangles(root: Path, count: int, seed: int) -> Path:
-    """A KITTI folder (``image_2``, ``label_2``) of ``count`` images from
-    ``rectangle_image``, the classes taking turns."""
+def rectangles(root: Path, count: int, seed: int, size: int = SIZE) -> Path:
+    """A KITTI folder (``image_2``, ``label_2``) of ``count`` size×size
+    images from ``rectangle_image``, the classes taking turns."""
     rng = np.random.default_rng(seed)
     (root / "image_2").mkdir(parents=True)
     (root / "label_2").mkdir()
     for number in range(count):
         name = list(COLOURS)[number % len(COLOURS)]
-        png, box = rectangle_image(name, rng)
+        png, box = rectangle_image(name, rng, size)
         (root / "image_2" / f"{number:06d}.png").write_bytes(png)
         (root / "label_2" / f"{number:06d}.txt").write_text(kitti_line(name, box))
     return root
 
 
-def built_rectangles(root: Path, count: int = 128, seed: int = 5) -> Path:
+def built_rectangles(root: Path, count: int = 128, seed: int = 5, size: int = SIZE) -> Path:
     """The dataset folder the build makes of ``rectangles`` (a quarter for validation)."""
-    source = rectangles(root / "kitti", count, seed=seed)
+    source = rectangles(root / "kitti", count, seed=seed, size=size)
     job = root / "build"
     job.mkdir()
-    config = {**BUILD_CONFIG, "source": {"type": "folder", "path": str(source)}}
+    config = {**BUILD_CONFIG, "width": size, "height": size, "source": {"type": "folder", "path": str(source)}}
     (job / "config.json").write_text(json.dumps(config))
     assert build_dataset(str(job / "config.json")) == 0, (job / "events.jsonl").read_text()[-2000:]
     return job / "dataset"

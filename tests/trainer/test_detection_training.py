@@ -5,6 +5,7 @@ augmentation a detector cannot take refused; snapshots and resuming."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,14 @@ def test_a_detector_learns_the_rectangles_reporting_its_loss_components_and_map(
     assert all(set(v) == {"step", "epoch", "loss", "map50", "map"} for v in validations)
     assert validations[-1]["map50"] >= max(LEARNED_MAP50, 2 * validations[0]["map50"]), validations
     assert 0 < validations[-1]["map"] < validations[-1]["map50"]
+
+
+def test_a_detector_trains_in_bf16_mixed_precision_as_the_gpu_check_runs_it(tmp_path, boxes):
+    """bf16 autocast on the CPU: the same autocast regions (torchvision's
+    RoI Align included) as on a GPU, whose figure ``bench/gpu_check.py`` takes."""
+    folder = tmp_path / "bf16"
+    run_here(folder, boxes, epochs=1, precision="bf16")
+    train = of_kind(folder, kinds.TRAIN)
+    assert train and all(math.isfinite(event["loss"]) for event in train)
+    result = of_kind(folder, kinds.RESULT)[-1]
+    assert set(result["final"]) == {"val_loss", "val_map50", "val_map"} and math.isfinite(result["final"]["val_loss"])

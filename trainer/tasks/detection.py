@@ -9,10 +9,11 @@ own losses (charted one by one), flips that move the boxes, and mAP."""
 
 from trainer.detection.targets import Boxes
 
+from . import uses
 from .base import Metric, Task
 
 TASK = Task("detection", "Object detection", metrics=(
     Metric("map50", "mAP@0.5"),
     Metric("map", "mAP@0.5:0.95"),
 ), metrics_title="mean average precision", targets=Boxes(), training="trainer.tasks.detection_training",
-    plan="trainer.tasks.detection_plan")
+    plan="trainer.tasks.detection_plan", model_uses=frozenset({uses.DETECT}))

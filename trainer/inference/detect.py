@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from trainer.detection.boxgeometry import unmove_boxes
-from trainer.tasks.uses import DETECT, LABELS
+from trainer.tasks.uses import DETECT, not_offered
 
 from .errors import InferenceError
 from .model import Loaded
@@ -67,6 +67,6 @@ def detect(loaded: Loaded, source: Source, floor: float = SCORE_FLOOR) -> dict[s
     ``answer``'s. A model of a task that does not detect, or an image that
     cannot be used, raises ``InferenceError``."""
     if not loaded.task.offers(DETECT):
-        raise InferenceError(f"{LABELS[DETECT]} is not available for {loaded.task.label} models.")
+        raise InferenceError(not_offered(DETECT, loaded.task.label))
     where = placed(loaded, source)
     return answer(loaded, detections(loaded, normalize(loaded, where.pixels[None])[0]), where, floor)

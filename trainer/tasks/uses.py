@@ -34,3 +34,8 @@ def check(use: str) -> str:
     if use not in USES:
         raise ValueError(f"There is no use “{use}”: the uses are {', '.join(sorted(USES))}.")
     return use
+
+
+def not_offered(use: str, task_label: str) -> str:
+    """The sentence that refuses ``use`` for a model of the task labelled ``task_label``."""
+    return f"{LABELS[check(use)]} is not available for {task_label} models."

@@ -18,11 +18,14 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.http import JsonResponse
 
 from datasets import services as dataset_services
 from jobs.models import Job
-from trainer import modelclient
+from trainer import jobfiles, modelclient
 from trainer.datastore import png_bytes
+from training.modeljobs import unavailable
+from web.api import BadRequest, error
 from web.serverfolders import OutsideRoots, allowed
 from web.userslots import Slot, Slots
 
@@ -50,6 +53,43 @@ class Refused(Exception):
                  retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status, self.errors, self.retry_after = status, errors, retry_after
+
+    def answer(self) -> JsonResponse:
+        """The API's answer: ``BadRequest`` (raised) for field messages, else the error with its status."""
+        if self.errors:
+            raise BadRequest(self.errors) from None
+        refused = error(str(self), self.status)
+        if self.retry_after is not None:
+            refused["Retry-After"] = str(self.retry_after)
+        return refused
+
+
+def problem(model: Job, use: str, verb: str) -> str:
+    """Why the model cannot be used for ``use`` (``verb``, e.g. "classify") now, for the user; "" when it can."""
+    if reason := unavailable(model, use):
+        return reason
+    if not (model.folder / jobfiles.CONFIG).is_file():
+        return f"The model has not started training yet: it has no snapshot to {verb} with."
+    if not trained.snapshots(model):
+        return f"The model has no snapshot yet: {verb} with it once it has saved one."
+    try:
+        trained.classes(model)
+    except trained.Unusable as exc:
+        return str(exc)
+    return ""
+
+
+def check(model: Job, snapshot: str, problem: str, refusal: str) -> None:
+    """The web's own look at the model (no torch) before asking the model
+    server: ``Refused`` for its ``problem`` (400), the user's ``refusal``
+    (403, see ``jobs.permissions.network_refusal``) or a snapshot it lacks (404)."""
+    if problem:
+        raise Refused(problem, 400, {"model": [problem]})
+    if refusal:
+        raise Refused(refusal, 403)
+    names = trained.snapshots(model)
+    if snapshot and snapshot not in (*names, jobfiles.BEST, jobfiles.LAST):
+        raise Refused(f"The model has no snapshot {snapshot!r}; it has {', '.join(names)}.", 404)
 
 
 def slot(user: User, doing: str) -> Slot:

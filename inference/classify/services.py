@@ -24,12 +24,11 @@ from django.contrib.auth.models import User
 from jobs import bus
 from jobs.models import Job
 from jobs.permissions import network_refusal
-from trainer import jobfiles, modelclient
+from trainer import modelclient
 from trainer.tasks.uses import CLASSIFY
-from training.modeljobs import unavailable
 
-from .. import trained
-from ..oneimage import Refused, asked, image_field, slot
+from .. import oneimage
+from ..oneimage import asked, image_field, slot
 
 CLASSIFY_SECONDS = 30
 VISUALIZE_SECONDS = 120  # every layer's pictures of a large network, on a busy CPU
@@ -52,34 +51,13 @@ def _ask(model: Job, image: bytes, operation: str, snapshot: str | None, class_i
 
 def problem(model: Job) -> str:
     """Why the model cannot classify now, for the user; "" when it can."""
-    if reason := unavailable(model, CLASSIFY):
-        return reason
-    if not (model.folder / jobfiles.CONFIG).is_file():
-        return "The model has not started training yet: it has no snapshot to classify with."
-    if not trained.snapshots(model):
-        return "The model has no snapshot yet: classify with it once it has saved one."
-    try:
-        trained.classes(model)
-    except trained.Unusable as exc:
-        return str(exc)
-    return ""
+    return oneimage.problem(model, CLASSIFY, "classify")
 
 
 def refusal(user: User, model: Job) -> str:
     """Why ``user`` may not classify with the model (its network is code the
     model server would run for them), or ''."""
     return network_refusal(user, model, "classify with it")
-
-
-def _check(user: User, model: Job, snapshot: str) -> None:
-    """The web's own look at the model (no torch): refused when it cannot answer."""
-    if reason := problem(model):
-        raise Refused(reason, 400, {"model": [reason]})
-    if reason := refusal(user, model):
-        raise Refused(reason, 403)
-    names = trained.snapshots(model)
-    if snapshot and snapshot not in (*names, jobfiles.BEST, jobfiles.LAST):
-        raise Refused(f"The model has no snapshot {snapshot!r}; it has {', '.join(names)}.", 404)
 
 
 def _picture(encoded: str | None) -> str | None:
@@ -104,7 +82,7 @@ def classify(user: User, model: Job, image: bytes, *, source: str = "image", sna
              visualize: bool = False, class_index: int | None = None, layer: str = "") -> dict[str, Any]:
     """The answer for ``user`` about ``image`` (the file's bytes; ``source``
     names the field it came from, for messages). See the module's docstring."""
-    _check(user, model, snapshot)
+    oneimage.check(model, snapshot, problem(model), refusal(user, model))
     with slot(user, "classified"):
         return _answer(model, image, source, snapshot, visualize, class_index, layer)
 

@@ -59,7 +59,7 @@ function redraw() {
   if (!answer) return;
   const classes = shownClasses();
   const shown = answer.boxes.filter((box) => box.score >= threshold && classes.has(box.index));
-  const fontSize = Math.max(answer.width, answer.height) / 24;
+  const fontSize = Math.max(answer.width, answer.height) / 32;
   $("detect-overlay")?.remove();
   $("detect-figure").append(svg("svg", { id: "detect-overlay", viewBox: `0 0 ${answer.width} ${answer.height}`,
     preserveAspectRatio: "none" }, ...shown.map((box) => drawBox(box, fontSize))));

@@ -77,7 +77,9 @@ def test_an_uploaded_image_gets_its_boxes_in_its_own_pixels_and_the_time(detecto
     check_boxes(answer, SIZE, SIZE)
     assert answer["boxes"], "the detector answers with some boxes, however poor"
     assert answer["model"] == detector.pk and answer["snapshot"] == jobfiles.BEST and answer["note"] == ""
-    assert 0 < answer["seconds"] <= answer["total_seconds"] and isinstance(answer["loaded_now"], bool)
+    assert 0 < answer["seconds"] <= answer["total_seconds"] and answer["loaded_now"]
+    again = upload(signed_in(alice), detector, unseen()).json()
+    assert not again["loaded_now"] and again["boxes"] == answer["boxes"], "the model stays warm"
 
 
 def test_a_larger_image_than_the_datasets_gets_boxes_spread_over_it(detector, alice, model_server):  # noqa: F811

@@ -28,10 +28,10 @@ from .preprocess import Placed, Source, normalize, placed
 SCORE_FLOOR = 0.05
 
 
-def to_image(boxes: np.ndarray, where: Placed) -> np.ndarray:
+def to_image(boxes: np.ndarray, image: Placed) -> np.ndarray:
     """N×4 boxes on the model's input (x1, y1, x2, y2) in pixels of the image as shown."""
-    back = unmove_boxes(boxes, where.where) * np.tile(where.factors, 2)
-    width, height = where.shown
+    back = unmove_boxes(boxes, image.where) * np.tile(image.factors, 2)
+    width, height = image.shown
     return np.clip(back, 0.0, [width, height, width, height])
 
 
@@ -43,7 +43,7 @@ def detections(loaded: Loaded, x: torch.Tensor) -> dict[str, torch.Tensor]:
             for name in ("boxes", "scores", "labels")}
 
 
-def answer(loaded: Loaded, found: dict[str, torch.Tensor], where: Placed,
+def answer(loaded: Loaded, found: dict[str, torch.Tensor], image: Placed,
            floor: float = SCORE_FLOOR) -> dict[str, Any]:
     """``found`` (as ``detections`` gives it) as the answer: the image's
     ``width`` and ``height`` and its ``boxes``, best first, each ``index``
@@ -53,12 +53,12 @@ def answer(loaded: Loaded, found: dict[str, torch.Tensor], where: Placed,
     padding or the noise around it) are left out."""
     kept = (found["scores"] >= floor) & (found["labels"] >= 1) & (found["labels"] <= len(loaded.classes))
     scores, labels = found["scores"][kept].tolist(), (found["labels"][kept] - 1).tolist()
-    boxes = to_image(found["boxes"][kept].numpy().reshape(-1, 4), where)
+    boxes = to_image(found["boxes"][kept].numpy().reshape(-1, 4), image)
     rows = [{"index": label, "class": loaded.classes[label], "score": score,
              "x1": float(x1), "y1": float(y1), "x2": float(x2), "y2": float(y2)}
             for (x1, y1, x2, y2), score, label in zip(boxes.tolist(), scores, labels, strict=True)
             if x2 > x1 and y2 > y1]
-    width, height = where.shown
+    width, height = image.shown
     return {"width": width, "height": height, "boxes": sorted(rows, key=lambda row: row["score"], reverse=True)}
 
 
@@ -68,5 +68,5 @@ def detect(loaded: Loaded, source: Source, floor: float = SCORE_FLOOR) -> dict[s
     cannot be used, raises ``InferenceError``."""
     if not loaded.task.offers(DETECT):
         raise InferenceError(not_offered(DETECT, loaded.task.label))
-    where = placed(loaded, source)
-    return answer(loaded, detections(loaded, normalize(loaded, where.pixels[None])[0]), where, floor)
+    image = placed(loaded, source)
+    return answer(loaded, detections(loaded, normalize(loaded, image.pixels[None])[0]), image, floor)

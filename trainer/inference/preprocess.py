@@ -1,9 +1,10 @@
 """An image as the network of a ``Loaded`` model sees it: decoded safely
 (``trainer.imageio``: the type from the content, the decompression-bomb
 limit on), converted to the dataset's channels (a grayscale image for a
-colour model and the reverse), resized with the dataset's resize mode by the
-dataset build's own code, then mean-subtracted and centre-cropped by the
-training loader's ``Normalizer``."""
+colour model and the reverse), padded and resized with the dataset's
+padding size and resize mode by the dataset build's own code (``placed``
+keeps that placement, for Detect one to take boxes back through), then
+mean-subtracted and centre-cropped by the training loader's ``Normalizer``."""
 
 from __future__ import annotations
 

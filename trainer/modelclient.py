@@ -1,5 +1,6 @@
-"""Asking the model server (``trainer.modelserver``) to classify or look
-inside an image, from the web process: no torch here, only Redis.
+"""Asking the model server (``trainer.modelserver``) to classify, look
+inside or detect objects in an image, from the web process: no torch here,
+only Redis.
 
 A request goes on the list ``<prefix>:modelserver:requests`` as JSON with
 its own reply key; the server pushes the answer there. Images travel as
@@ -19,7 +20,8 @@ from typing import Any
 import redis
 
 REPLY_SECONDS = 60  # how long an answer waits for a client that gave up
-OPERATIONS = ("classify", "inspect", "saliency")
+OPERATIONS = ("classify", "inspect", "saliency", "detect")
+CLASSIFYING = ("classify", "inspect", "saliency")  # the operations ``classify`` asks for
 
 
 class ModelServerUnavailable(Exception):
@@ -85,8 +87,18 @@ def classify(client: redis.Redis, prefix: str, job_id: int, image: bytes, *, ope
     (its ``snapshot``, default the best). ``operation`` ``inspect`` adds
     every layer, ``saliency`` the Grad-CAM of ``class_index`` (default the top
     class) at the convolution named ``layer`` (default: one with a useful resolution). PNGs in the answer are base64 strings."""
-    if operation not in OPERATIONS:
-        raise ValueError(f"operation must be one of {', '.join(OPERATIONS)}, not {operation!r}")
+    if operation not in CLASSIFYING:
+        raise ValueError(f"operation must be one of {', '.join(CLASSIFYING)}, not {operation!r}")
     request = {"op": operation, "job": int(job_id), "snapshot": snapshot, "class": class_index, "layer": layer,
+               "image": base64.b64encode(image).decode("ascii")}
+    return ask(client, prefix, request, timeout)
+
+
+def detect(client: redis.Redis, prefix: str, job_id: int, image: bytes, *, snapshot: str | None = None,
+           timeout: float = 30) -> dict[str, Any]:
+    """The boxes the detector of job ``job_id`` (its ``snapshot``, default
+    the best) finds in ``image`` (the file's bytes), in the image's pixels
+    (``trainer.inference.detect``)."""
+    request = {"op": "detect", "job": int(job_id), "snapshot": snapshot,
                "image": base64.b64encode(image).decode("ascii")}
     return ask(client, prefix, request, timeout)

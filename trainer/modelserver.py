@@ -1,5 +1,5 @@
 """The model server: a long-running torch process that answers classify,
-inspect and saliency requests (``trainer.modelclient``) with models kept
+inspect, saliency and detect requests (``trainer.modelclient``) with models kept
 warm in memory, so that a web request neither starts Python nor reloads a
 snapshot.
 
@@ -41,9 +41,11 @@ from trainer import devicelease, jobfiles, modelclient
 from trainer.gpulease import DeviceBusy, GpuLease, device_id
 from trainer.inference import InferenceError, Loaded, ModelNotFound, load_model, preprocess
 from trainer.inference.classify import logits, top_classes
+from trainer.inference.detect import detect
 from trainer.inference.gradcam import saliency
 from trainer.inference.layers import inspect
 from trainer.inference.pictures import png
+from trainer.tasks.uses import CLASSIFY, not_offered
 
 ALIVE_SECONDS = 5  # the alive key outlives the server by this much
 POLL_SECONDS = 1
@@ -124,6 +126,11 @@ class Server:
             image = base64.b64decode(request.get("image") or "", validate=True)
         except (binascii.Error, TypeError):
             raise InferenceError("The image is not base64 data.") from None
+        if operation == "detect":
+            return {"snapshot": loaded.snapshot, "note": loaded.note, "loaded_now": loaded_now,
+                    **detect(loaded, image), "seconds": time.perf_counter() - started}
+        if not loaded.task.offers(CLASSIFY):
+            raise InferenceError(not_offered(CLASSIFY, loaded.task.label))
         prepared = preprocess(loaded, image)
         result: dict[str, Any] = {"snapshot": loaded.snapshot, "note": loaded.note, "loaded_now": loaded_now,
                                   "top": top_classes(loaded, logits(loaded, prepared.tensor[None]))[0],

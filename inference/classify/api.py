@@ -7,9 +7,10 @@ from django.http import HttpRequest, JsonResponse
 
 from trainer.tasks.uses import CLASSIFY
 from training.modeljobs import unavailable
-from web.api import BadRequest, api, error, json_body
+from web.api import BadRequest, api, json_body
 
 from .. import trained
+from ..oneimage import Refused
 from . import services
 from .forms import ClassifyForm
 
@@ -30,11 +31,6 @@ def classify(request: HttpRequest, model_id: int) -> JsonResponse:
         answer = services.classify(request.user, model, data["image_bytes"], source=data["source"],
                                    snapshot=data["snapshot"], visualize=data["visualize"], class_index=data["class"],
                                    layer=data["layer"])
-    except services.Refused as exc:
-        if exc.errors:
-            raise BadRequest(exc.errors) from None
-        refused = error(str(exc), exc.status)
-        if exc.retry_after is not None:
-            refused["Retry-After"] = str(exc.retry_after)
-        return refused
+    except Refused as exc:
+        return exc.answer()
     return JsonResponse(answer)

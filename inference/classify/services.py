@@ -10,9 +10,8 @@ messages for bad input and for a model whose task does not offer Classify
 (``training.modeljobs.unavailable``), 403 for a network of code the user
 may not run (``jobs.permissions.network_refusal``), 404 for a model or
 snapshot that is gone, 429 for a user with ``CLASSIFY_IN_FLIGHT_PER_USER``
-requests in flight already (the model server answers one at a time, and
-one user's loop would keep everyone else waiting), 503 when no model
-server answers."""
+requests in flight already, Classify one's and Detect one's together
+(``inference.oneimage``), 503 when no model server answers."""
 
 from __future__ import annotations
 
@@ -25,92 +24,40 @@ from django.contrib.auth.models import User
 from jobs import bus
 from jobs.models import Job
 from jobs.permissions import network_refusal
-from trainer import jobfiles, modelclient
+from trainer import modelclient
 from trainer.tasks.uses import CLASSIFY
-from training.modeljobs import unavailable
-from web.userslots import Slots
 
-from .. import trained
+from .. import oneimage
+from ..oneimage import asked, image_field, slot
 
 CLASSIFY_SECONDS = 30
 VISUALIZE_SECONDS = 120  # every layer's pictures of a large network, on a busy CPU
 PNG_URL = "data:image/png;base64,"
-# How the model server's messages about the image itself begin
-# (``trainer.inference.preprocess.decode``); its other refusals are about the model.
-IMAGE_MESSAGES = ("The image", "The file")
 LAYER_MESSAGE = "The network has no convolution named"  # ``trainer.inference.gradcam.grad_cam``
-# When a user refused for having too many requests in flight may try again:
-# about the time the model server takes to answer one.
-RETRY_AFTER_SECONDS = 2
-
-_in_flight = Slots()
-
-
-class Refused(Exception):
-    """``errors`` maps fields to messages (a 400); otherwise ``str(exc)`` is
-    the message; ``retry_after``: seconds after which to try again."""
-
-    def __init__(self, message: str, status: int, errors: dict[str, list[str]] | None = None,
-                 retry_after: int | None = None) -> None:
-        super().__init__(message)
-        self.status, self.errors, self.retry_after = status, errors, retry_after
 
 
 def _field(message: str, source: str) -> str:
     """The field a bad-input message of the model server is about."""
-    if message.startswith(IMAGE_MESSAGES):
-        return source
-    return "layer" if message.startswith(LAYER_MESSAGE) else "model"
+    return image_field(message, source) or ("layer" if message.startswith(LAYER_MESSAGE) else "model")
 
 
 def _ask(model: Job, image: bytes, operation: str, snapshot: str | None, class_index: int | None,
          layer: str | None, source: str) -> dict[str, Any]:
     timeout = VISUALIZE_SECONDS if operation != "classify" else CLASSIFY_SECONDS
-    try:
-        return modelclient.classify(bus.client(), settings.REDIS_PREFIX, model.pk, image, operation=operation,
-                                    snapshot=snapshot, class_index=class_index, layer=layer, timeout=timeout)
-    except modelclient.ModelServerUnavailable as exc:
-        raise Refused(str(exc), 503) from None
-    except modelclient.ModelServerError as exc:
-        if exc.code == "not_found":
-            raise Refused(str(exc), 404) from None
-        if exc.code == "busy":
-            raise Refused(str(exc), 503) from None
-        if exc.code == "bad_input":
-            raise Refused(str(exc), 400, {_field(str(exc), source): [str(exc)]}) from None
-        raise Refused(str(exc), 500) from None
+    return asked(lambda: modelclient.classify(bus.client(), settings.REDIS_PREFIX, model.pk, image, operation=operation,
+                                              snapshot=snapshot, class_index=class_index, layer=layer, timeout=timeout),
+                 lambda message: _field(message, source))
 
 
 def problem(model: Job) -> str:
     """Why the model cannot classify now, for the user; "" when it can."""
-    if reason := unavailable(model, CLASSIFY):
-        return reason
-    if not (model.folder / jobfiles.CONFIG).is_file():
-        return "The model has not started training yet: it has no snapshot to classify with."
-    if not trained.snapshots(model):
-        return "The model has no snapshot yet: classify with it once it has saved one."
-    try:
-        trained.classes(model)
-    except trained.Unusable as exc:
-        return str(exc)
-    return ""
+    return oneimage.problem(model, CLASSIFY, "classify")
 
 
 def refusal(user: User, model: Job) -> str:
     """Why ``user`` may not classify with the model (its network is code the
     model server would run for them), or ''."""
     return network_refusal(user, model, "classify with it")
-
-
-def _check(user: User, model: Job, snapshot: str) -> None:
-    """The web's own look at the model (no torch): refused when it cannot answer."""
-    if reason := problem(model):
-        raise Refused(reason, 400, {"model": [reason]})
-    if reason := refusal(user, model):
-        raise Refused(reason, 403)
-    names = trained.snapshots(model)
-    if snapshot and snapshot not in (*names, jobfiles.BEST, jobfiles.LAST):
-        raise Refused(f"The model has no snapshot {snapshot!r}; it has {', '.join(names)}.", 404)
 
 
 def _picture(encoded: str | None) -> str | None:
@@ -135,12 +82,8 @@ def classify(user: User, model: Job, image: bytes, *, source: str = "image", sna
              visualize: bool = False, class_index: int | None = None, layer: str = "") -> dict[str, Any]:
     """The answer for ``user`` about ``image`` (the file's bytes; ``source``
     names the field it came from, for messages). See the module's docstring."""
-    _check(user, model, snapshot)
-    slot = _in_flight.take(user.pk, settings.CLASSIFY_IN_FLIGHT_PER_USER)
-    if slot is None:
-        raise Refused(f"{user.username} has {settings.CLASSIFY_IN_FLIGHT_PER_USER} images being classified, the most "
-                      "a user may at once; try again when one is answered.", 429, retry_after=RETRY_AFTER_SECONDS)
-    with slot:
+    oneimage.check(model, snapshot, problem(model), refusal(user, model))
+    with slot(user, "classified"):
         return _answer(model, image, source, snapshot, visualize, class_index, layer)
 
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 from jobs.models import ACTIVE
 
 from .. import trained
-from .forms import MAX_IMAGE_BYTES
+from ..oneimage import MAX_IMAGE_BYTES
 from .gallery import gallery
 from .services import problem, refusal
 

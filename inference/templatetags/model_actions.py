@@ -2,7 +2,9 @@
 model's task does not offer it, the sentence saying so
 (``training.modeljobs.unavailable``):
 
-- ``{% classify_action job %}``: Classify an image;
+- ``{% one_image_action job %}``: Classify an image, for a model that
+  classifies, or Detect objects in an image, for one that detects; for a
+  model that does neither, why it cannot classify;
 - ``{% evaluate_actions job %}``: Evaluate on a split, and Classify many;
 - ``{% snapshot_actions job %}``: "Download model archive" and "Make
   pretrained model" for the snapshot chosen beside them.
@@ -17,15 +19,17 @@ from django import template
 
 from jobs.models import Job
 from trainer import jobfiles
-from trainer.tasks.uses import CLASSIFY, EVALUATE, EXPORT, PRETRAINED
-from training.modeljobs import unavailable
+from trainer.tasks.uses import CLASSIFY, DETECT, EVALUATE, EXPORT, PRETRAINED
+from training.modeljobs import offers, unavailable
 
 register = template.Library()
 
 
-@register.inclusion_tag("inference/classify_action.html")
-def classify_action(job: Job) -> dict[str, Any]:
-    return {"job": job, "unavailable": unavailable(job, CLASSIFY)}
+@register.inclusion_tag("inference/one_image_action.html")
+def one_image_action(job: Job) -> dict[str, Any]:
+    classify, detect = offers(job, CLASSIFY), offers(job, DETECT)
+    return {"job": job, "classify": classify, "detect": detect,
+            "unavailable": "" if classify or detect else unavailable(job, CLASSIFY)}
 
 
 @register.inclusion_tag("inference/evaluate_button.html")

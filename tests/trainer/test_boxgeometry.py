@@ -17,7 +17,7 @@ from torchvision import tv_tensors
 from torchvision.transforms.v2 import functional as F
 
 from trainer import imageio
-from trainer.detection.boxgeometry import fractions_to_pixels, move_boxes
+from trainer.detection.boxgeometry import fractions_to_pixels, move_boxes, unmove_boxes
 from trainer.imageio import RESIZE_MODES, ImageError, place, placement
 
 PROPERTY = settings(max_examples=150, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
@@ -130,6 +130,38 @@ def test_boxes_agree_with_torchvision_v2_on_bounding_boxes(geometry, data):
     np.testing.assert_allclose(ours, theirs.numpy(), rtol=0, atol=1e-4)
     if (scaled_w - width) % 2 == 0 and (scaled_h - height) % 2 == 0:  # where v2's centre rounding is DIGITS' too
         np.testing.assert_allclose(ours, F.center_crop(resized, [height, width]).numpy(), rtol=0, atol=1e-4)
+
+
+@PROPERTY
+@given(geometries(400), st.data())
+@example((((1280, 720), (64, 64), "crop", None), (298.0, 100.0, 1000.0, 700.0)), None)
+@example((((7, 5), (10, 10), "half_crop", (9, 5)), (2.0, 0.0, 7.0, 5.0)), None)
+def test_unmoving_a_moved_box_gives_back_the_part_of_it_the_result_shows(case, data):
+    """Detect one's inverse: for every mode, with or without padding, a box
+    moved into the result and back is the box itself, clipped to the part of
+    the image the result keeps (a crop cuts the rest off)."""
+    if data is None:
+        geometry, box = case
+    else:
+        geometry = case
+        (image_w, image_h) = geometry[0]
+        x1, x2 = sorted(data.draw(st.floats(0, image_w), label="x") for _ in range(2))
+        y1, y2 = sorted(data.draw(st.floats(0, image_h), label="y") for _ in range(2))
+        box = (x1, y1, x2, y2)
+    (image_w, image_h), (width, height), mode, pad_to = geometry
+    where = placement(image_w, image_h, width, height, mode, pad_to)
+    moved, _ = move_boxes(np.array([box]), where)
+    (scale_x, scale_y), (shift_x, shift_y) = where.scale, where.shift
+    kept = np.array([max(0, -shift_x / scale_x), max(0, -shift_y / scale_y),
+                     min(image_w, (width - shift_x) / scale_x), min(image_h, (height - shift_y) / scale_y)])
+    expected = np.clip(np.array(box), kept[:2].tolist() * 2, kept[2:].tolist() * 2)
+    assert unmove_boxes(moved, where)[0] == pytest.approx(expected, abs=1e-9 * max(image_w, image_h))
+
+
+def test_a_box_on_the_fill_around_an_image_comes_back_empty():
+    where = placement(20, 10, 20, 20, "fill")  # the image lies at y 5 to 15
+    back = unmove_boxes(np.array([[2, 0, 8, 4], [2, 3, 8, 9]]), where)
+    assert back.tolist() == [[2, 0, 8, 0], [2, 0, 8, 4]]
 
 
 def test_the_scale_applied_is_the_rounded_size_over_the_original_not_the_nominal_one():

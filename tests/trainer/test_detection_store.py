@@ -191,11 +191,12 @@ def test_only_a_detection_dataset_exports_to_coco(tmp_path):
         write_coco_zip(tmp_path, Pipe())
 
 
-def test_the_detection_task_heads_with_map50_builds_datasets_and_does_not_train_from_the_pages_yet():
+def test_the_detection_task_heads_with_map50_and_trains_detectors_alone():
     task = detection.TASK
     assert task.headline.field == "map50" and [m["label"] for m in task.shown_metrics(3)] == ["mAP@0.5", "mAP@0.5:0.95"]
-    assert isinstance(task.targets, Boxes) and not task.model_uses
-    assert tasks.TASKS["detection"] is task and not task.trains  # until the New model page offers detectors
+    assert isinstance(task.targets, Boxes) and tasks.uses.DETECT in task.model_uses
+    assert tasks.TASKS["detection"] is task and task.trains and task.network_sources == ("standard",)
+    assert "lenet" not in task.networks and "fasterrcnn_mobilenet_v3_large_fpn" in task.networks
     assert tasks.task_of({}).trains
     classification = tasks.task_of({})
     assert not {m.field for m in task.metrics} & {m.field for m in classification.metrics}

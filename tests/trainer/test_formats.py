@@ -63,7 +63,8 @@ def test_every_tasks_series_are_read_and_an_unknown_task_is_named():
 
 def test_a_task_offers_the_uses_it_names_and_no_other():
     classification = tasks.task_of({})
-    assert all(classification.offers(use) for use in tasks.uses.USES)
+    assert all(classification.offers(use) for use in tasks.uses.USES - {tasks.uses.DETECT})
+    assert not classification.offers(tasks.uses.DETECT), "a classifier draws no boxes"
     bare = tasks.Task("bare", "Bare", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="", plan="")
     assert not any(bare.offers(use) for use in tasks.uses.USES), "a task offers no use it does not name"
     only = tasks.Task("only", "Only", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="", plan="",
@@ -72,11 +73,11 @@ def test_a_task_offers_the_uses_it_names_and_no_other():
 
 
 def test_a_misspelt_use_fails_when_asked_and_when_a_task_names_it():
-    with pytest.raises(ValueError, match="There is no use “clasify”: the uses are classify, evaluate, export"):
+    with pytest.raises(ValueError, match="There is no use “clasify”: the uses are classify, detect, evaluate, export"):
         tasks.task_of({}).offers("clasify")
-    with pytest.raises(ValueError, match="The task “odd” names unknown uses \\(detect\\)"):
+    with pytest.raises(ValueError, match="The task “odd” names unknown uses \\(segment\\)"):
         tasks.Task("odd", "Odd", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="", plan="",
-                   model_uses=frozenset({"detect"}))
+                   model_uses=frozenset({"segment"}))
 
 
 def test_training_steps_are_each_process_even_share_in_whole_batches():

@@ -40,10 +40,13 @@ def test_a_model_is_offered_what_its_task_offers_and_one_of_no_task_is_a_classif
     classifiers = [model(alice, "no task"), model(alice, "null", task=None), model(alice, "empty", task=""),
                    model(alice, "named", task="classification")]
     bare, gone = model(alice, "bare", task="bare"), model(alice, "gone", task="sorting")
-    for use in uses.USES:
+    for use in uses.USES - {uses.DETECT}:
         assert all(offers(job, use) for job in classifiers)
         assert not offers(bare, use) and not offers(gone, use)
         assert set(models_offering(use)) == set(classifiers)
+    detector = model(alice, "detector", task="detection")
+    assert not any(offers(job, uses.DETECT) for job in (*classifiers, bare, gone))
+    assert list(models_offering(uses.DETECT)) == [detector]
 
 
 def test_the_query_lists_only_models_and_only_of_the_tasks_that_offer_the_use(alice, monkeypatch):
@@ -95,15 +98,16 @@ def refused(response, use: str) -> None:
 def test_every_feature_refuses_a_model_whose_task_offers_nothing_and_says_why(alice, bare_model):
     client, model = signed_in(alice), bare_model
     page = client.get(f"/jobs/{model.pk}/").content.decode()
-    for use in uses.USES:
+    for use in uses.USES - {uses.DETECT}:  # a model that neither classifies nor detects is said not to classify
         assert SENTENCES[use] in page
-    for action in ('id="classify-one"', 'id="evaluate-form"', 'id="classify-many"', 'id="download-archive"',
-                   'id="make-pretrained"', 'id="snapshot-actions"'):
+    for action in ('id="classify-one"', 'id="detect-one"', 'id="evaluate-form"', 'id="classify-many"',
+                   'id="download-archive"', 'id="make-pretrained"', 'id="snapshot-actions"'):
         assert action not in page
 
-    classify_page = client.get(f"/models/{model.pk}/classify").content.decode()
-    assert SENTENCES[uses.CLASSIFY] in classify_page and 'id="classify-form"' not in classify_page
-    refused(post_json(client, f"/api/models/{model.pk}/classify", {"split": "val", "index": 0}), uses.CLASSIFY)
+    for one, use in (("classify", uses.CLASSIFY), ("detect", uses.DETECT)):
+        one_page = client.get(f"/models/{model.pk}/{one}").content.decode()
+        assert SENTENCES[use] in one_page and f'id="{one}-form"' not in one_page
+        refused(post_json(client, f"/api/models/{model.pk}/{one}", {"split": "val", "index": 0}), use)
 
     refused(post_json(client, f"/api/models/{model.pk}/evaluate", {"split": "val"}), uses.EVALUATE)
     refused(post_json(client, "/api/evaluations", {"model": model.pk, "source": "split", "split": "val"}), uses.EVALUATE)

@@ -8,6 +8,8 @@ padded size, as the pixels were scaled, not the nominal scale of the mode.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from trainer.imageio import Placement
@@ -43,6 +45,30 @@ def move_boxes(boxes: np.ndarray, where: Placement, min_size: float = 0.0) -> tu
     box_w, box_h = moved[:, 2] - moved[:, 0], moved[:, 3] - moved[:, 1]
     kept = (box_w > 0) & (box_h > 0) & (box_w >= min_size) & (box_h >= min_size)
     return moved, kept
+
+
+def unmove_boxes(boxes: np.ndarray, where: Placement) -> np.ndarray:
+    """The inverse of ``move_boxes``: N×4 boxes of the image ``where`` makes
+    (a detector's output on it) in pixels of the image it was made of,
+    ``where.image``: x goes back to ``(x - shift) / scale`` per axis, then is
+    clipped to the image, since what lies outside it (padding, noise) is none
+    of the image's. A box wholly outside it comes back empty."""
+    boxes = _rows(boxes)
+    (scale_x, scale_y), (shift_x, shift_y) = where.scale, where.shift
+    back = (boxes - [shift_x, shift_y, shift_x, shift_y]) / [scale_x, scale_y, scale_x, scale_y]
+    image_w, image_h = where.image
+    return np.clip(back, 0.0, [image_w, image_h, image_w, image_h])
+
+
+def decode_factors(shown: tuple[int, int], decoded: tuple[int, int]) -> np.ndarray:
+    """Per axis, how much smaller the decoded image is than the shown one: a
+    JPEG draft decode scales by 1/2, 1/4 or 1/8, rounding sizes up, so pixel
+    i covers the source's pixels from i·s to (i+1)·s (the last one cut)."""
+    factors = []
+    for have, got in zip(shown, decoded, strict=True):
+        scale = next((s for s in (1, 2, 4, 8) if math.ceil(have / s) == got), have / got)
+        factors.append(scale)
+    return np.array(factors, dtype=np.float64)
 
 
 def fractions_to_pixels(boxes: np.ndarray, image_width: int, image_height: int) -> np.ndarray:

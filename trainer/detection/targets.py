@@ -22,7 +22,6 @@ padding nor ignore regions.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from trainer.buildplan import pad_to
 from trainer.imageio import placement
 from trainer.targets import TargetError
 
-from .boxgeometry import move_boxes
+from .boxgeometry import decode_factors, move_boxes
 
 COLUMNS = 6  # x1, y1, x2, y2, class, flags
 CLASS, FLAGS = 4, 5
@@ -96,7 +95,7 @@ class Boxes:
             if min(x1, y1) < -OUTSIDE_TOLERANCE or x2 > width + OUTSIDE_TOLERANCE or y2 > height + OUTSIDE_TOLERANCE:
                 raise TargetError(f"{where}: the box {x1:g}, {y1:g}, {x2:g}, {y2:g} reaches outside the "
                                   f"{width}×{height} image")
-        rows[:, :4] /= np.tile(_decode_factors(shown_size, decoded_size), 2)
+        rows[:, :4] /= np.tile(decode_factors(shown_size, decoded_size), 2)
         where_to = placement(*decoded_size, options["width"], options["height"], options["resize_mode"],
                              pad_to(options))
         min_size = float((options.get("placing") or {}).get("min_box_size") or 0.0)
@@ -214,17 +213,6 @@ def _checked_rows(target: object) -> np.ndarray:
     if (flags != np.floor(flags)).any() or (flags < 0).any() or (flags > DIFFICULT | IGNORE).any():
         raise ValueError(f"A box's flags are {DIFFICULT} (difficult), {IGNORE} (ignore region) or both.")
     return rows
-
-
-def _decode_factors(shown: tuple[int, int], decoded: tuple[int, int]) -> np.ndarray:
-    """Per axis, how much smaller the decoded image is than the shown one: a
-    JPEG draft decode scales by 1/2, 1/4 or 1/8, rounding sizes up, so pixel
-    i covers the source's pixels from i·s to (i+1)·s (the last one cut)."""
-    factors = []
-    for have, got in zip(shown, decoded, strict=True):
-        scale = next((s for s in (1, 2, 4, 8) if math.ceil(have / s) == got), have / got)
-        factors.append(scale)
-    return np.array(factors, dtype=np.float64)
 
 
 def objects(targets: np.ndarray) -> np.ndarray:

@@ -18,9 +18,10 @@ import torch
 from torch import nn
 
 from trainer import checkpoint, eventkinds, eventlog, jobfiles
+from trainer.buildplan import pad_to
 from trainer.data import DatasetInfo, Normalizer
 from trainer.networks import NetworkError
-from trainer.tasks import task_of
+from trainer.tasks import Task, task_of
 from trainer.tasks.training import training_for
 
 from .errors import InferenceError, ModelNotFound
@@ -41,10 +42,12 @@ class Loaded:
     image_size: tuple[int, int]  # height, width of the dataset's images (before any crop)
     input_size: tuple[int, int]  # height, width of the network's input
     resize_mode: str
+    pad_to: tuple[int, int] | None  # the size the build padded each image to before the resize (detection)
     normalizer: Normalizer
     snapshot: str
     note: str | None
     device: torch.device
+    task: Task
 
     @property
     def mean_mode(self) -> str:
@@ -102,9 +105,9 @@ def read_weights(path: Path, what: str) -> dict[str, Any]:
         raise InferenceError(f"{what} is not a PyTorch weights file that can be read safely: {first}") from None
 
 
-def _resize_mode(dataset_dir: Path) -> str:
-    manifest = _read_json(dataset_dir / jobfiles.MANIFEST, "The model's dataset")
-    return (manifest.get("options") or {}).get("resize_mode") or DEFAULT_RESIZE_MODE
+def _build_options(dataset_dir: Path) -> dict[str, Any]:
+    """The options the dataset was built with, as its manifest records them."""
+    return _read_json(dataset_dir / jobfiles.MANIFEST, "The model's dataset").get("options") or {}
 
 
 def load_model(job_dir: Path | str, snapshot_file: str | None = None, device: torch.device | str = "cpu") -> Loaded:
@@ -114,7 +117,7 @@ def load_model(job_dir: Path | str, snapshot_file: str | None = None, device: to
     job_dir = Path(job_dir)
     config = _read_json(job_dir / jobfiles.CONFIG, "The model's job folder")
     dataset_dir = Path(config[jobfiles.DATASET_DIR_PARAM])
-    resize_mode = _resize_mode(dataset_dir)
+    options = _build_options(dataset_dir)
     info = DatasetInfo.load(dataset_dir)
     height, width, channels = info.image_shape
     crop = config.get("crop") or None
@@ -122,7 +125,8 @@ def load_model(job_dir: Path | str, snapshot_file: str | None = None, device: to
     path, note = choose_snapshot(job_dir, snapshot_file)
     state = read_weights(path, f"The snapshot {path.name}")
     try:
-        training = training_for(task_of(config), len(info.classes), config)
+        task = task_of(config)
+        training = training_for(task, len(info.classes), config)
         model = training.build(config["network"], channels, len(info.classes), *input_size)
     except (NetworkError, ValueError) as exc:
         raise InferenceError(f"The model's network cannot be rebuilt: {exc}") from None
@@ -133,8 +137,9 @@ def load_model(job_dir: Path | str, snapshot_file: str | None = None, device: to
     except ValueError as exc:
         raise InferenceError(str(exc)) from None
     return Loaded(model=model.eval().to(device), network=config["network"], classes=list(info.classes),
-                  channels=channels, image_size=(height, width), input_size=input_size, resize_mode=resize_mode,
-                  normalizer=normalizer, snapshot=path.name, note=note, device=device)
+                  channels=channels, image_size=(height, width), input_size=input_size,
+                  resize_mode=options.get("resize_mode") or DEFAULT_RESIZE_MODE, pad_to=pad_to(options),
+                  normalizer=normalizer, snapshot=path.name, note=note, device=device, task=task)
 
 
 def mean_pixels(loaded: Loaded) -> np.ndarray:

@@ -1,9 +1,10 @@
 """An image as the network of a ``Loaded`` model sees it: decoded safely
 (``trainer.imageio``: the type from the content, the decompression-bomb
 limit on), converted to the dataset's channels (a grayscale image for a
-colour model and the reverse), resized with the dataset's resize mode by the
-dataset build's own code, then mean-subtracted and centre-cropped by the
-training loader's ``Normalizer``."""
+colour model and the reverse), padded and resized with the dataset's
+padding size and resize mode by the dataset build's own code (``placed``
+keeps that placement, for Detect one to take boxes back through), then
+mean-subtracted and centre-cropped by the training loader's ``Normalizer``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import numpy as np
 import torch
 
 from trainer.augment import centre_crop, take
-from trainer.imageio import ImageError, load_image, resize
+from trainer.detection.boxgeometry import decode_factors
+from trainer.imageio import ImageError, Placement, load_image_sized, place, placement
 
 from .errors import InferenceError
 from .model import Loaded
@@ -50,19 +52,43 @@ def _size_of(source: Source) -> int:
         raise InferenceError(f"The image cannot be read: {exc.strerror}") from None
 
 
-def decode(loaded: Loaded, source: Source) -> np.ndarray:
-    """``source`` (a path or the file's bytes) resized for the model: uint8 H×W×C
-    at the dataset's image size."""
+@dataclass
+class Placed:
+    """An image resized for the model, and what takes a point of it back to
+    the image: ``where`` placed the decoded image, which a JPEG draft decode
+    made ``factors`` (per axis) smaller than the image as ``shown`` (its
+    width and height)."""
+
+    pixels: np.ndarray
+    where: Placement
+    factors: np.ndarray
+    shown: tuple[int, int]
+
+
+def placed(loaded: Loaded, source: Source) -> Placed:
+    """``source`` (a path or the file's bytes) resized for the model as the
+    dataset build resized it (``trainer.build_pool.decode``): uint8 H×W×C at
+    the dataset's image size, padded first to the build's padding size if it
+    had one (then decoded without a draft: a padding size is in the source's
+    pixels)."""
     if _size_of(source) > MAX_IMAGE_BYTES:
         raise InferenceError(f"The image is larger than {MAX_IMAGE_BYTES // 2**20} MiB.")
     height, width = loaded.image_size
     try:
-        image = load_image(bytes(source) if isinstance(source, bytearray) else source, loaded.channels,
-                           draft=(width, height), resize_mode=loaded.resize_mode, max_pixels=MAX_PIXELS)
+        image, shown = load_image_sized(bytes(source) if isinstance(source, bytearray) else source, loaded.channels,
+                                        draft=None if loaded.pad_to else (width, height),
+                                        resize_mode=loaded.resize_mode, max_pixels=MAX_PIXELS)
+        where = placement(*image.size, width, height, loaded.resize_mode, loaded.pad_to)
     except ImageError as exc:
         raise InferenceError(f"The file cannot be used as an image: {exc}.") from None
-    pixels = resize(image, width, height, loaded.resize_mode, np.random.default_rng(FILL_SEED))
-    return pixels if pixels.flags.writeable else pixels.copy()  # Pillow's pixels are read-only; torch wants them writable
+    pixels = place(image, where, np.random.default_rng(FILL_SEED))
+    pixels = pixels if pixels.flags.writeable else pixels.copy()  # Pillow's pixels are read-only; torch wants them writable
+    return Placed(pixels, where, decode_factors(shown, image.size), shown)
+
+
+def decode(loaded: Loaded, source: Source) -> np.ndarray:
+    """``source`` resized for the model: ``placed``'s pixels."""
+    return placed(loaded, source).pixels
 
 
 def normalize(loaded: Loaded, pixels: np.ndarray | torch.Tensor) -> torch.Tensor:

@@ -18,13 +18,15 @@ augmentation averages logits; label smoothing).
 from trainer.catalog import DETECTION_NETWORKS
 from trainer.detection.targets import Boxes
 
+from . import uses
 from .base import Metric, Task
 
 TASK = Task("detection", "Object detection", metrics=(
     Metric("map50", "mAP@0.5"),
     Metric("map", "mAP@0.5:0.95"),
 ), metrics_title="mean average precision", targets=Boxes(), training="trainer.tasks.detection_training",
-    plan="trainer.tasks.detection_plan", networks=DETECTION_NETWORKS, network_sources=("standard",),
+    plan="trainer.tasks.detection_plan", model_uses=frozenset({uses.DETECT}),
+    networks=DETECTION_NETWORKS, network_sources=("standard",),
     refused_options=("crop", "translate", "rotation", "scale", "noise", "color_jitter", "tta", "label_smoothing"),
     flips=("none", "horizontal"),
     refusal="its only augmentation is a horizontal flip, which moves the boxes with the pixels",

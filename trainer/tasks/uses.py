@@ -12,6 +12,7 @@ made, so at import (``Task.__post_init__``), and asking about one raises
 (``check``)."""
 
 CLASSIFY = "classify"  # Classify one: a model's answer for one image (inference/classify/)
+DETECT = "detect"  # Detect one: a detector's boxes on one image (inference/detect/)
 EVALUATE = "evaluate"  # the evaluation job: Evaluate, Classify many, Compare (inference/evaluate/)
 EXPORT = "export"  # a model archive that runs without this app (inference/export/)
 PRETRAINED = "pretrained"  # a new model started from its weights: Make pretrained model, Previous network
@@ -19,6 +20,7 @@ PRETRAINED = "pretrained"  # a new model started from its weights: Make pretrain
 # As users read them: "<label> is not available for <task label> models."
 LABELS: dict[str, str] = {
     CLASSIFY: "Classify",
+    DETECT: "Detect",
     EVALUATE: "Evaluate",
     EXPORT: "Export",
     PRETRAINED: "Starting a new model from its weights",
@@ -32,3 +34,8 @@ def check(use: str) -> str:
     if use not in USES:
         raise ValueError(f"There is no use “{use}”: the uses are {', '.join(sorted(USES))}.")
     return use
+
+
+def not_offered(use: str, task_label: str) -> str:
+    """The sentence that refuses ``use`` for a model of the task labelled ``task_label``."""
+    return f"{LABELS[check(use)]} is not available for {task_label} models."

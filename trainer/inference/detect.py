@@ -1,0 +1,72 @@
+"""Detect one: a detector's boxes on one image, in the image's own pixels.
+
+The image is prepared as the dataset build and the training loop prepared
+theirs (``preprocess.placed``: decoded, padded, resized in the build's mode
+to the dataset's size; then the job's mean by the ``Normalizer``), the
+detector runs in eval mode, and each box is taken back through the
+placement the image went through (``boxgeometry.unmove_boxes``, then the
+draft decode's factors), so that it lies where the object is in the file
+the user gave, whatever the resize mode and padding.
+
+Every detection scoring at least ``SCORE_FLOOR`` is kept: the page filters
+them with its own slider without asking again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainer.detection.boxgeometry import unmove_boxes
+from trainer.tasks.uses import DETECT, not_offered
+
+from .errors import InferenceError
+from .model import Loaded
+from .preprocess import Placed, Source, normalize, placed
+
+SCORE_FLOOR = 0.05
+
+
+def to_image(boxes: np.ndarray, image: Placed) -> np.ndarray:
+    """N×4 boxes on the model's input (x1, y1, x2, y2) in pixels of the image as shown."""
+    back = unmove_boxes(boxes, image.where) * np.tile(image.factors, 2)
+    width, height = image.shown
+    return np.clip(back, 0.0, [width, height, width, height])
+
+
+@torch.inference_mode()
+def detections(loaded: Loaded, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The detector's ``boxes``, ``scores`` and ``labels`` (class + 1) for one input ``x`` (C×h×w), on the CPU."""
+    found = loaded.model([x.to(loaded.device)])[0]
+    return {name: found[name].float().cpu() if name != "labels" else found[name].cpu()
+            for name in ("boxes", "scores", "labels")}
+
+
+def answer(loaded: Loaded, found: dict[str, torch.Tensor], image: Placed,
+           floor: float = SCORE_FLOOR) -> dict[str, Any]:
+    """``found`` (as ``detections`` gives it) as the answer: the image's
+    ``width`` and ``height`` and its ``boxes``, best first, each ``index``
+    and ``class`` (the class's position and name), ``score`` and ``x1``,
+    ``y1``, ``x2``, ``y2`` in the image's pixels. Boxes scoring under
+    ``floor``, of no class of the model, or wholly off the image (on the
+    padding or the noise around it) are left out."""
+    kept = (found["scores"] >= floor) & (found["labels"] >= 1) & (found["labels"] <= len(loaded.classes))
+    scores, labels = found["scores"][kept].tolist(), (found["labels"][kept] - 1).tolist()
+    boxes = to_image(found["boxes"][kept].numpy().reshape(-1, 4), image)
+    rows = [{"index": label, "class": loaded.classes[label], "score": score,
+             "x1": float(x1), "y1": float(y1), "x2": float(x2), "y2": float(y2)}
+            for (x1, y1, x2, y2), score, label in zip(boxes.tolist(), scores, labels, strict=True)
+            if x2 > x1 and y2 > y1]
+    width, height = image.shown
+    return {"width": width, "height": height, "boxes": sorted(rows, key=lambda row: row["score"], reverse=True)}
+
+
+def detect(loaded: Loaded, source: Source, floor: float = SCORE_FLOOR) -> dict[str, Any]:
+    """The boxes ``loaded`` finds in ``source`` (a path or the file's bytes):
+    ``answer``'s. A model of a task that does not detect, or an image that
+    cannot be used, raises ``InferenceError``."""
+    if not loaded.task.offers(DETECT):
+        raise InferenceError(not_offered(DETECT, loaded.task.label))
+    image = placed(loaded, source)
+    return answer(loaded, detections(loaded, normalize(loaded, image.pixels[None])[0]), image, floor)

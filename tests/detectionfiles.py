@@ -23,8 +23,6 @@ import numpy as np
 import torch
 from PIL import Image
 
-from datasets import services as dataset_services
-from jobs.models import Job, Status
 from tests.trainfiles import train_config
 from trainer import jobfiles
 from trainer.dataset_build import main as build_dataset
@@ -153,8 +151,14 @@ def train_detector_once(root: Path, count: int = 48, epochs: int = 3) -> Path:
     return root
 
 
-def copied_detector(owner, trained: Path, name: str = "detector") -> Job:
-    """A done detection model and its dataset's job, holding copies of what ``train_detector_once`` made."""
+def copied_detector(owner, trained: Path, name: str = "detector"):
+    """A done detection model and its dataset's job, holding copies of what
+    ``train_detector_once`` made. (Django is imported here alone: the rest of
+    this module serves processes without it, the trainer's tests' spawned
+    processes and the benchmarks.)"""
+    from datasets import services as dataset_services
+    from jobs.models import Job, Status
+
     dataset = Job.objects.create(kind="dataset", name="rectangles", owner=owner, status=Status.DONE, progress=1.0,
                                  params={**BUILD_CONFIG, "source": {"type": "folder", "path": str(trained / "kitti")}})
     shutil.copytree(trained / "build" / "dataset", dataset_services.folder(dataset))

@@ -25,6 +25,6 @@ def _preset_fits(task: Task, fields: dict[str, Any]) -> bool:
 def page_tasks() -> dict[str, dict[str, Any]]:
     """{task name: {label, networks, sources, refused, flips, presets}} as the page's script reads it."""
     return {name: {"label": task.label, "networks": list(task.networks), "sources": list(task.network_sources),
-                   "refused": list(task.refused_options), "flips": list(task.flips) if task.flips else None,
+                   "refused": task.hidden_options, "flips": list(task.flips) if task.flips else None,
                    "presets": [preset for preset, given in PRESETS.items() if _preset_fits(task, given["fields"])]}
             for name, task in TASKS.items() if task.trains}

@@ -53,7 +53,7 @@ def _page_data(form: NewModelForm) -> dict[str, Any]:
         "dataset_tasks": form.dataset_tasks,
         # What a field a task refuses is set back to when the page hides it.
         "initials": {name: form.fields[name].initial for task in taskoptions.TASKS.values()
-                     for name in task.refused_options},
+                     for name in task.hidden_options},
         "previous": form.previous,
         "pretrained": [{"id": p["id"], "label": p["label"], "network": p["network"]} for p in form.pretrained_models],
         "may_run_code": form.may_run_code,

@@ -90,6 +90,15 @@ def test_a_detection_run_refuses_augmentation_that_would_not_move_its_boxes(tmp_
                                   "horizontal flip, which moves the boxes with the pixels.")
 
 
+def test_a_detection_run_refuses_compile_and_augmentation_together_each_with_its_reason(tmp_path, boxes):
+    with pytest.raises(TrainingError) as refused:
+        Run(detection_config(boxes, rotation=10.0, compile=True), tmp_path, CPU)
+    assert str(refused.value) == ("A detection run cannot use rotation = 10.0, compile = True yet: its only "
+                                  "augmentation is a horizontal flip, which moves the boxes with the pixels; "
+                                  "torch.compile recompiles a detector at every batch (its proposals change in "
+                                  "number), which costs far more than it saves.")
+
+
 def detections_of(seed: int, images: int) -> tuple[list[tuple[list[dict], torch.Tensor]], list[torch.Tensor]]:
     """Batches of a detector's outputs (near-miss boxes of random scores, one
     batch loss each) and their targets: one object an image, sometimes a

@@ -169,7 +169,8 @@ def test_the_page_offers_each_task_its_own_networks_sources_and_options(alice, d
     assert "lenet" in classification["networks"] and "fasterrcnn_resnet50_fpn" not in classification["networks"]
     assert classification["presets"] == ["speedrun"] and classification["flips"] is None
     assert "fasterrcnn_mobilenet_v3_large_fpn" not in data["customizable"] and "resnet18" in data["customizable"]
-    assert data["initials"]["crop"] is None and data["initials"]["tta"] == "none"
+    assert data["initials"]["crop"] is None and data["initials"]["tta"] == "none" and not data["initials"]["compile"]
+    assert "flip" not in detection["refused"] and "compile" in detection["refused"]
 
 
 def test_a_detection_model_takes_a_detector_and_only_the_options_that_move_its_boxes(alice, boxes):
@@ -177,11 +178,15 @@ def test_a_detection_model_takes_a_detector_and_only_the_options_that_move_its_b
     why = "A model for object detection cannot use this yet: its only augmentation is a horizontal flip, which " \
           "moves the boxes with the pixels."
     refused = errors(create(client, name="d", dataset=boxes.pk, network=DETECTOR, batch_size=2, crop=20, rotation=5.0,
-                            flip="both", tta="mirror", label_smoothing=0.1, translate=2))
-    assert refused == {name: why for name in ("crop", "rotation", "flip", "tta", "label_smoothing", "translate")}
+                            flip="both", tta="mirror", label_smoothing=0.1, translate=2, compile=True))
+    assert refused == {**{name: why for name in ("crop", "rotation", "flip", "tta", "label_smoothing", "translate")},
+                       "compile": "A model for object detection cannot use this yet: torch.compile recompiles a "
+                                  "detector at every batch (its proposals change in number), which costs far more "
+                                  "than it saves."}
     offered = ("Faster R-CNN MobileNetV3-Large FPN, Faster R-CNN ResNet-50 FPN, RetinaNet ResNet-50 FPN, "
                "FCOS ResNet-50 FPN, SSDlite MobileNetV3-Large, SSD300 VGG-16")
-    assert errors(create(client, name="d", dataset=boxes.pk, batch_size=2, network={"source": "standard", "name": "lenet"})) == {
+    lenet = {"source": "standard", "name": "lenet"}
+    assert errors(create(client, name="d", dataset=boxes.pk, batch_size=2, network=lenet)) == {
         "standard_network": f"lenet is not a network for object detection; choose one of: {offered}."}
     layers = {"source": "layers", "text": "- flatten\n- linear: {out: classes}"}
     assert errors(create(client, name="d", dataset=boxes.pk, batch_size=2, network=layers)) == {

@@ -93,11 +93,11 @@ class Task:
     # Where its models' networks can come from (``NETWORK_SOURCES``).
     network_sources: tuple[str, ...] = NETWORK_SOURCES
     # The run options (job params) its runs cannot take, unless off
-    # (``OFF_VALUES``), and the random flips they can: None, every one.
-    # ``refusal`` says why, after "A <task> model cannot use …".
-    refused_options: tuple[str, ...] = ()
+    # (``OFF_VALUES``), each with why, as it ends "A model for <task> cannot
+    # use this yet: …"; and the random flips they take (None: every one),
+    # any other refused with the reason given for "flip".
+    refused_options: Mapping[str, str] = dataclasses.field(default_factory=dict)
     flips: tuple[str, ...] | None = None
-    refusal: str = ""
     # The parts of its training loss that runs report (``components`` of a
     # ``train`` event, by the name the network gives each) and charted apart:
     # {name: label as a chart's legend shows it}. A part not named here is
@@ -126,15 +126,21 @@ class Task:
 
     def refused(self, params: Mapping[str, Any]) -> dict[str, str]:
         """The options of a run's ``params`` this task cannot take: {param:
-        "name = value"}, in the order the task names them (flips first)."""
+        why}, in the order the task names them."""
         chosen: dict[str, str] = {}
-        flip = params.get("flip") or "none"
-        if self.flips is not None and flip not in self.flips:
-            chosen["flip"] = f"flip = {flip}"
-        for name in self.refused_options:
-            if params.get(name) not in OFF_VALUES:
-                chosen[name] = f"{name} = {params[name]}"
+        for name, why in self.refused_options.items():
+            if name == "flip":
+                if self.flips is not None and (params.get("flip") or "none") not in self.flips:
+                    chosen[name] = why
+            elif params.get(name) not in OFF_VALUES:
+                chosen[name] = why
         return chosen
+
+    @property
+    def hidden_options(self) -> list[str]:
+        """The options the New model page hides for this task: those it
+        refuses outright (of the flips, it shows those it takes)."""
+        return [name for name in self.refused_options if name != "flip"]
 
     def offers(self, use: str) -> bool:
         """Whether a model of this task can be used for ``use`` (a name from

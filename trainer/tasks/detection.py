@@ -12,7 +12,8 @@ trained from scratch. Its runs take the options that do not move pixels
 (solver, schedule, precision, devices…) and, of the augmentation, horizontal
 flips alone: the others would move the pixels without the boxes (crops,
 translation, rotation, zoom) or are classification's (test-time
-augmentation averages logits; label smoothing).
+augmentation averages logits; label smoothing). They are not compiled
+(``COMPILE``).
 """
 
 from trainer.catalog import DETECTION_NETWORKS
@@ -21,15 +22,22 @@ from trainer.detection.targets import Boxes
 from . import uses
 from .base import Metric, Task
 
+AUGMENTATION = "its only augmentation is a horizontal flip, which moves the boxes with the pixels"
+# Measured: a 3-step CPU run of Faster R-CNN MobileNetV3-FPN at 32 pixels had
+# not finished compiling after 10 minutes; graph breaks in its transform and
+# proposals whose count changes every batch make it recompile.
+COMPILE = ("torch.compile recompiles a detector at every batch (its proposals change in number), which costs "
+           "far more than it saves")
+
 TASK = Task("detection", "Object detection", metrics=(
     Metric("map50", "mAP@0.5"),
     Metric("map", "mAP@0.5:0.95"),
 ), metrics_title="mean average precision", targets=Boxes(), training="trainer.tasks.detection_training",
     plan="trainer.tasks.detection_plan", model_uses=frozenset({uses.DETECT}),
     networks=DETECTION_NETWORKS, network_sources=("standard",),
-    refused_options=("crop", "translate", "rotation", "scale", "noise", "color_jitter", "tta", "label_smoothing"),
+    refused_options={**dict.fromkeys(("flip", "crop", "translate", "rotation", "scale", "noise", "color_jitter", "tta",
+                                      "label_smoothing"), AUGMENTATION), "compile": COMPILE},
     flips=("none", "horizontal"),
-    refusal="its only augmentation is a horizontal flip, which moves the boxes with the pixels",
     # The parts torchvision's detectors give their losses: Faster R-CNN's
     # first four, RetinaNet's, FCOS's and SSD's the others.
     loss_components={

@@ -151,7 +151,9 @@ class Training:
     def __init__(self, task: Task, classes: int, config: dict[str, Any]) -> None:
         self.task, self.classes = task, classes
         if chosen := task.refused(config):
-            raise ValueError(f"A detection run cannot use {', '.join(chosen.values())} yet: {task.refusal}.")
+            shown = ", ".join(f"{name} = {config[name]}" for name in chosen)
+            reasons = "; ".join(dict.fromkeys(chosen.values()))
+            raise ValueError(f"A detection run cannot use {shown} yet: {reasons}.")
 
     def build(self, network: dict[str, Any], channels: int, classes: int, height: int, width: int) -> torch.nn.Module:
         """The catalogue's detector ``network["name"]`` (a standard network)

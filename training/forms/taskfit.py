@@ -25,6 +25,6 @@ def problems(task: Task, data: dict[str, Any]) -> dict[str, str]:
     elif source == "standard" and (name := data.get("standard_network")) not in task.networks:
         offered = ", ".join(info.label for info in task.networks.values())
         found["standard_network"] = f"{name} is not a network for {what}; choose one of: {offered}."
-    for name in task.refused(data):
-        found[name] = f"A model for {what} cannot use this yet: {task.refusal}."
+    for name, why in task.refused(data).items():
+        found[name] = f"A model for {what} cannot use this yet: {why}."
     return found

@@ -215,7 +215,8 @@ def test_a_detector_learns_the_rectangles_reporting_its_loss_components_and_map(
     validations = of_kind(folder, kinds.VAL)
     assert [v["epoch"] for v in validations] == [3, 6]
     assert validations[1]["loss"] < validations[0]["loss"]
-    assert all(set(v) == {"step", "epoch", "loss", "map50", "map"} for v in validations)
+    assert all(set(v) == {"step", "epoch", "loss", "map50", "map", "precision", "recall"} for v in validations)
+    assert all(0 <= v["precision"] <= 1 and 0 <= v["recall"] <= 1 for v in validations)
     assert validations[-1]["map50"] >= max(LEARNED_MAP50, 2 * validations[0]["map50"]), validations
     assert 0 < validations[-1]["map"] < validations[-1]["map50"]
 
@@ -228,4 +229,23 @@ def test_a_detector_trains_in_bf16_mixed_precision_as_the_gpu_check_runs_it(tmp_
     train = of_kind(folder, kinds.TRAIN)
     assert train and all(math.isfinite(event["loss"]) for event in train)
     result = of_kind(folder, kinds.RESULT)[-1]
-    assert set(result["final"]) == {"val_loss", "val_map50", "val_map"} and math.isfinite(result["final"]["val_loss"])
+    assert set(result["final"]) == {"val_loss", "val_map50", "val_map", "val_precision", "val_recall"}
+    assert math.isfinite(result["final"]["val_loss"])
+
+
+def test_precision_and_recall_at_a_score_are_read_off_the_metrics_own_curves():
+    """Class 1: two objects, found at scores 0.9 and 0.4; class 2: a detection
+    and no object (left out); class 3: an object never found."""
+    from torchmetrics.detection import MeanAveragePrecision
+
+    from trainer.tasks.detection_training import at_score
+
+    metric = MeanAveragePrecision(box_format="xyxy", iou_type="bbox", backend="faster_coco_eval", extended_summary=True)
+    metric.update([{"boxes": torch.tensor([[0, 0, 10, 10.0], [20, 20, 30, 30], [0, 0, 5, 5]]),
+                    "scores": torch.tensor([0.9, 0.4, 0.7]), "labels": torch.tensor([1, 1, 2])}],
+                  [{"boxes": torch.tensor([[0, 0, 10, 10.0], [20, 20, 30, 30], [50, 50, 60, 60]]),
+                    "labels": torch.tensor([1, 1, 3])}])
+    result = metric.compute()
+    assert at_score(result, 0.5) == (0.5, 0.25)  # class 1: precision 1, recall 1/2; class 3: 0, 0
+    assert at_score(result, 0.3) == (0.5, 0.5)  # class 1 finds both
+    assert at_score(result, 0.95) == (0.0, 0.0)

@@ -1,7 +1,8 @@
 """Object detection: boxes with a class each (``trainer.detection.targets``),
 read from KITTI, Pascal VOC, COCO or YOLO labels (``detection_plan``),
 scored by mean average precision over the classes, at an IoU of 0.5 (the
-headline) and averaged over IoUs from 0.5 to 0.95 (COCO's).
+headline) and averaged over IoUs from 0.5 to 0.95 (COCO's), and by the
+precision and recall of the detections scored at least ``SCORE_THRESHOLD``.
 
 Its datasets can be built, explored and exported as COCO. Its trainer side
 (``detection_training``) trains torchvision's detectors on them, with their
@@ -29,9 +30,15 @@ AUGMENTATION = "its only augmentation is a horizontal flip, which moves the boxe
 COMPILE = ("torch.compile recompiles a detector at every batch (its proposals change in number), which costs "
            "far more than it saves")
 
+# The score a detection needs for the precision and recall charted while a
+# model trains (the Detect page's slider chooses its own).
+SCORE_THRESHOLD = 0.5
+
 TASK = Task("detection", "Object detection", metrics=(
     Metric("map50", "mAP@0.5"),
     Metric("map", "mAP@0.5:0.95"),
+    Metric("precision", f"precision (score ≥ {SCORE_THRESHOLD:g})"),
+    Metric("recall", f"recall (score ≥ {SCORE_THRESHOLD:g})"),
 ), metrics_title="mean average precision", targets=Boxes(), training="trainer.tasks.detection_training",
     plan="trainer.tasks.detection_plan", model_uses=frozenset({uses.DETECT}),
     networks=DETECTION_NETWORKS, network_sources=("standard",),

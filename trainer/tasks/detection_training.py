@@ -40,6 +40,7 @@ from trainer.augment import Positions
 from trainer.catalog import DETECTION_NETWORKS
 from trainer.detection.targets import CLASS, DIFFICULT, FLAGS, IGNORE, NO_CLASS
 from trainer.networks import NetworkError
+from trainer.tasks.detection import SCORE_THRESHOLD
 from trainer.tta import Predictor
 
 from .base import Task
@@ -93,6 +94,26 @@ def scored(rows: torch.Tensor, classes: int) -> dict[str, torch.Tensor]:
     return {"boxes": together[:, :4], "labels": together[:, CLASS].long() + 1, "iscrowd": crowd.long()}
 
 
+def at_score(result: dict[str, Any], threshold: float) -> tuple[float, float]:
+    """Precision and recall of the detections scored at least ``threshold``,
+    at an IoU of 0.5, averaged over the classes that have objects: read off
+    the curves the metric drew (its extended summary: for each of 101 recall
+    steps, the precision reached and the lowest score that reached it, as
+    COCO's evaluation interpolates them), not counted again here. A class
+    none of whose detections scores that high has both at 0."""
+    precision = result["precision"][0, :, :, 0, -1]  # recall steps × classes, IoU 0.5, every area, most detections
+    scores = result["scores"][0, :, :, 0, -1]
+    steps = torch.linspace(0, 1, precision.shape[0], dtype=precision.dtype)
+    present = precision[0] >= 0  # -1: a class with no object, only detections
+    if not present.any():
+        return 0.0, 0.0
+    reached = scores[:, present] >= threshold
+    last = torch.where(reached.any(dim=0), reached.shape[0] - 1 - reached.flip(0).int().argmax(dim=0), -1)
+    found = last >= 0
+    kept = precision[:, present].gather(0, last.clamp(min=0)[None])[0]
+    return float(torch.where(found, kept, 0).mean()), float(torch.where(found, steps[last.clamp(min=0)], 0).mean())
+
+
 @contextmanager
 def losses_mode(model: torch.nn.Module) -> Iterator[None]:
     """The model in training mode, where torchvision's detectors give their
@@ -141,10 +162,12 @@ class Evaluation:
             found = [image for share, _ in shares for image in share]
             truth = [image for _, share in shares for image in share]
         metric = MeanAveragePrecision(box_format="xyxy", iou_type="bbox", backend="faster_coco_eval",
-                                      sync_on_compute=False)
+                                      extended_summary=True, sync_on_compute=False)
         metric.update(found, truth)
         result = metric.compute()
-        return {"loss": loss, "map50": float(result["map_50"]), "map": float(result["map"])}
+        precision, recall = at_score(result, SCORE_THRESHOLD)
+        return {"loss": loss, "map50": float(result["map_50"]), "map": float(result["map"]), "precision": precision,
+                "recall": recall}
 
 
 class Training:

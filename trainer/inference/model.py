@@ -2,8 +2,8 @@
 ``config.json`` and dataset manifest, the weights of one snapshot (read with
 ``weights_only=True``), in eval mode, with everything preprocessing needs to
 give an image exactly the form training gave it (size, channels, resize
-mode, mean, crop). The network is built by its task's training side, as the
-run built it."""
+mode, the build's padding, mean, crop). The network is built by its task's
+training side, as the run built it."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ import torch
 from torch import nn
 
 from trainer import checkpoint, eventkinds, eventlog, jobfiles
+from trainer.buildplan import pad_to
 from trainer.data import DatasetInfo, Normalizer
 from trainer.networks import NetworkError
-from trainer.tasks import task_of
+from trainer.tasks import Task, task_of
 from trainer.tasks.training import training_for
 
 from .errors import InferenceError, ModelNotFound
@@ -35,12 +36,14 @@ class Loaded:
     about the snapshot chosen (the model is still training, say)."""
 
     model: nn.Module
+    task: Task
     network: dict[str, Any]
     classes: list[str]
     channels: int
     image_size: tuple[int, int]  # height, width of the dataset's images (before any crop)
     input_size: tuple[int, int]  # height, width of the network's input
     resize_mode: str
+    pad_to: tuple[int, int] | None  # the width and height the build padded images to before the resize (detection)
     normalizer: Normalizer
     snapshot: str
     note: str | None
@@ -102,9 +105,9 @@ def read_weights(path: Path, what: str) -> dict[str, Any]:
         raise InferenceError(f"{what} is not a PyTorch weights file that can be read safely: {first}") from None
 
 
-def _resize_mode(dataset_dir: Path) -> str:
-    manifest = _read_json(dataset_dir / jobfiles.MANIFEST, "The model's dataset")
-    return (manifest.get("options") or {}).get("resize_mode") or DEFAULT_RESIZE_MODE
+def _build_options(dataset_dir: Path) -> dict[str, Any]:
+    """The options the model's dataset was built with."""
+    return _read_json(dataset_dir / jobfiles.MANIFEST, "The model's dataset").get("options") or {}
 
 
 def load_model(job_dir: Path | str, snapshot_file: str | None = None, device: torch.device | str = "cpu") -> Loaded:
@@ -114,7 +117,7 @@ def load_model(job_dir: Path | str, snapshot_file: str | None = None, device: to
     job_dir = Path(job_dir)
     config = _read_json(job_dir / jobfiles.CONFIG, "The model's job folder")
     dataset_dir = Path(config[jobfiles.DATASET_DIR_PARAM])
-    resize_mode = _resize_mode(dataset_dir)
+    options = _build_options(dataset_dir)
     info = DatasetInfo.load(dataset_dir)
     height, width, channels = info.image_shape
     crop = config.get("crop") or None
@@ -122,7 +125,8 @@ def load_model(job_dir: Path | str, snapshot_file: str | None = None, device: to
     path, note = choose_snapshot(job_dir, snapshot_file)
     state = read_weights(path, f"The snapshot {path.name}")
     try:
-        training = training_for(task_of(config), len(info.classes), config)
+        task = task_of(config)
+        training = training_for(task, len(info.classes), config)
         model = training.build(config["network"], channels, len(info.classes), *input_size)
     except (NetworkError, ValueError) as exc:
         raise InferenceError(f"The model's network cannot be rebuilt: {exc}") from None
@@ -132,8 +136,9 @@ def load_model(job_dir: Path | str, snapshot_file: str | None = None, device: to
         normalizer = Normalizer(config["mean"], info.mean, crop, device=device)
     except ValueError as exc:
         raise InferenceError(str(exc)) from None
-    return Loaded(model=model.eval().to(device), network=config["network"], classes=list(info.classes),
-                  channels=channels, image_size=(height, width), input_size=input_size, resize_mode=resize_mode,
+    return Loaded(model=model.eval().to(device), task=task, network=config["network"], classes=list(info.classes),
+                  channels=channels, image_size=(height, width), input_size=input_size,
+                  resize_mode=options.get("resize_mode") or DEFAULT_RESIZE_MODE, pad_to=pad_to(options),
                   normalizer=normalizer, snapshot=path.name, note=note, device=device)
 
 

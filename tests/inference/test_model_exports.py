@@ -25,8 +25,8 @@ from tests.inferfiles import bar_images
 from tests.jobtools import events_of, wait_status
 from tests.trainfiles import train_config
 from trainer import eventkinds, eventlog, jobfiles
-from trainer.export import FILES
 from trainer.inference import classify, load_model, logits, preprocess
+from trainer.tasks.classification_export import FILES
 from trainer.train import Run
 
 TIMEOUT = 240

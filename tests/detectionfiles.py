@@ -112,12 +112,13 @@ def rectangles(root: Path, count: int, seed: int) -> Path:
     return root
 
 
-def built_rectangles(root: Path, count: int = 128, seed: int = 5) -> Path:
-    """The dataset folder the build makes of ``rectangles`` (a quarter for validation)."""
+def built_rectangles(root: Path, count: int = 128, seed: int = 5, **options) -> Path:
+    """The dataset folder the build makes of ``rectangles`` (a quarter for
+    validation); ``options`` change ``BUILD_CONFIG``'s."""
     source = rectangles(root / "kitti", count, seed=seed)
     job = root / "build"
     job.mkdir()
-    config = {**BUILD_CONFIG, "source": {"type": "folder", "path": str(source)}}
+    config = {**BUILD_CONFIG, **options, "source": {"type": "folder", "path": str(source)}}
     (job / "config.json").write_text(json.dumps(config))
     assert build_dataset(str(job / "config.json")) == 0, (job / "events.jsonl").read_text()[-2000:]
     return job / "dataset"

@@ -25,9 +25,10 @@ from tests.detectionfiles import COLOURS, built_rectangles, rectangle_image, tra
 from trainer import eventkinds, eventlog, export_job
 from trainer.detection.boxgeometry import move_boxes
 from trainer.imageio import load_image, placement, resize
-from trainer.inference import load_model
+from trainer.inference import InferenceError, load_model
 from trainer.inference.preprocess import FILL_SEED
 from trainer.jobfiles import MODEL_ARCHIVE
+from trainer.pretrained import import_pretrained
 from trainer.tasks.detection_export import FILES, SCRIPT
 
 # Detections scoring within this of the floor may be missing on one side:
@@ -202,3 +203,9 @@ def test_detect_py_and_the_readmes_lines_find_what_the_app_finds_in_a_photo(requ
     lines = [line.split(" ", 2) for line in run_here(folder, "lines.py")]
     assert [name for name, _, _ in lines] == [row[0] for row in rows]
     assert [float(score) for _, score, _ in lines] == pytest.approx([float(row[1]) for row in rows], abs=1e-3)
+
+
+def test_a_detectors_archive_is_refused_as_pretrained_weights_with_the_reason(export):
+    with pytest.raises(InferenceError, match="The archive holds a model of object detection: Starting a new model "
+                                             "from its weights is not available for Object detection models."):
+        import_pretrained(export / MODEL_ARCHIVE)

@@ -115,12 +115,13 @@ def rectangles(root: Path, count: int, seed: int, size: int = SIZE) -> Path:
     return root
 
 
-def built_rectangles(root: Path, count: int = 128, seed: int = 5, size: int = SIZE) -> Path:
-    """The dataset folder the build makes of ``rectangles`` (a quarter for validation)."""
+def built_rectangles(root: Path, count: int = 128, seed: int = 5, size: int = SIZE, **options) -> Path:
+    """The dataset folder the build makes of ``rectangles`` (a quarter for
+    validation), size×size; ``options`` change ``BUILD_CONFIG``'s."""
     source = rectangles(root / "kitti", count, seed=seed, size=size)
     job = root / "build"
     job.mkdir()
-    config = {**BUILD_CONFIG, "width": size, "height": size, "source": {"type": "folder", "path": str(source)}}
+    config = {**BUILD_CONFIG, "width": size, "height": size, **options, "source": {"type": "folder", "path": str(source)}}
     (job / "config.json").write_text(json.dumps(config))
     assert build_dataset(str(job / "config.json")) == 0, (job / "events.jsonl").read_text()[-2000:]
     return job / "dataset"

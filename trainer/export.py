@@ -1,22 +1,16 @@
 """A model archive for any snapshot: everything needed to use the model
-without this project.
+without this project, as ``model.zip``.
 
-``model.zip`` holds
-
-- ``weights.safetensors``: the state dict (safetensors: no code in the file);
-- ``model.pt2``: the network as a ``torch.export`` program, loaded with
-  ``torch.export.load(path).module()`` with no code of ours. ``torch.export``
-  rather than TorchScript: ``torch.jit.trace`` fails its own checks on the
-  ViT (its class token), TorchScript is deprecated, and ``torch.export``
-  captures every standard network, with a dynamic batch size;
-- ``model.onnx``: the same program through PyTorch's current ONNX exporter
-  (``dynamo=True``, which needs ``onnxscript``). The older TorchScript-based
-  exporter is deprecated and cannot export AlexNet's adaptive pooling at
-  small image sizes;
-- ``labels.txt``, ``mean.npy`` (what to subtract, in pixel units),
-  ``mean.png``, ``info.json`` (the preprocessing) and a ``README.md`` with
-  the code that classifies an image with onnxruntime exactly as the app
-  does (``trainer/archive_classify.py``, copied in).
+What it holds depends on the model's task, and the task says it: its
+registration names the module that makes the files (``Task.export``), with
+its ``FILES`` (the archive's names, in order) and
+``archive_files(loaded)`` (their bytes by name). Every archive has the
+weights (``weights.safetensors``: no code in the file), the network as
+``model.onnx``, ``labels.txt``, ``mean.npy`` and ``mean.png`` (what
+preprocessing subtracts, in pixel units), ``info.json`` (the preprocessing)
+and a ``README.md`` whose code runs the model with onnxruntime as the app
+does. Classification's is ``trainer.tasks.classification_export``,
+detection's ``trainer.tasks.detection_export``.
 
 The archive is written next to its destination and renamed into place, so
 a half-written one is never seen.
@@ -24,14 +18,12 @@ a half-written one is never seen.
 
 from __future__ import annotations
 
-import contextlib
+import importlib
 import io
-import json
 import os
-import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 import numpy as np
 import torch
@@ -40,118 +32,53 @@ from safetensors.torch import save as safetensors_bytes
 
 from trainer.inference.errors import InferenceError
 from trainer.inference.model import Loaded, mean_pixels
-from trainer.inference.preprocess import FILL_SEED
+from trainer.tasks import Task
 
-EXAMPLE = Path(__file__).with_name("archive_classify.py")  # the README's code, run by the tests as it stands
-
-MAX_BATCH = 4096
 ARCHIVE_VERSION = 1
-FILES = ("weights.safetensors", "model.pt2", "model.onnx", "labels.txt", "mean.npy", "mean.png", "info.json",
-         "README.md")
-
-README = """\
-# {title}
-
-A {classes}-class image classifier exported from digitslike (snapshot `{snapshot}`).
-
-| file | what |
-| --- | --- |
-| `model.onnx` | the network for any ONNX runtime: input `image`, float32 N×{channels}×{height}×{width}; output `logits` |
-| `model.pt2` | the same as a PyTorch program: `torch.export.load("model.pt2").module()` |
-| `weights.safetensors` | the weights alone |
-| `labels.txt` | the class names, one a line, in output order |
-| `mean.npy`, `mean.png` | what preprocessing subtracts (pixel units, H×W×C) |
-| `info.json` | the preprocessing, below |
-
-Preprocessing (`info.json`): decode as {mode} (a JPEG at the smallest scale that still covers what the
-resize makes of it, turned upright by its EXIF orientation), resize to {image_width}×{image_height} in the
-`{resize_mode}` mode, scale pixels to [0, 1] (÷ 255), subtract `mean.npy` ÷ 255, take the centred
-{width}×{height} window, lay out as channels × height × width. The code below does exactly that, as the
-app does; save it as `classify.py` in this folder and run `python classify.py photo.jpg` (it needs numpy,
-Pillow and onnxruntime) for the top five classes with their probabilities.
-
-```python
-{code}```
-"""
 
 
-def info(loaded: Loaded) -> dict[str, Any]:
-    """The preprocessing and the model, as ``info.json`` holds them."""
-    (image_height, image_width), (height, width) = loaded.image_size, loaded.input_size
-    return {"version": ARCHIVE_VERSION, "network": loaded.network, "classes": loaded.classes,
-            "snapshot": loaded.snapshot, "channels": loaded.channels, "pil_mode": "L" if loaded.channels == 1 else "RGB",
-            "image_height": image_height, "image_width": image_width, "resize_mode": loaded.resize_mode,
-            "height": height, "width": width, "crop": loaded.normalizer.crop, "mean": loaded.mean_mode,
-            "scale": 1 / 255, "fill_seed": FILL_SEED, "layout": "NCHW", "input": "image", "output": "logits"}
+def exporter(task: Task) -> ModuleType:
+    """The module that makes the archive of ``task``'s models; InferenceError
+    for a task whose models cannot be exported."""
+    if task.export is None:
+        raise InferenceError(f"{task.label} models cannot be exported yet.")
+    return importlib.import_module(task.export)
 
 
-def program(loaded: Loaded) -> torch.export.ExportedProgram:
-    """The network as a ``torch.export`` program on the CPU, any batch size."""
-    model = loaded.model.to("cpu")
-    example = torch.zeros(2, loaded.channels, *loaded.input_size)
-    batch = torch.export.Dim("batch", min=1, max=MAX_BATCH)
-    try:
-        return torch.export.export(model, (example,), dynamic_shapes=({0: batch},))
-    except Exception as exc:  # a user's network may do what torch.export cannot capture
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InferenceError(f"The network cannot be exported as a program: {first}") from None
-    finally:
-        loaded.model.to(loaded.device)
+def first_line(exc: Exception) -> str:
+    """The first line of an exporter's error, for the job's message."""
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def onnx_bytes(exported: torch.export.ExportedProgram) -> bytes:
-    """``exported`` as one ONNX file (weights inside), input ``image``, output ``logits``."""
-    with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
-        onnx_program = torch.onnx.export(exported, dynamo=True, input_names=["image"], output_names=["logits"],
-                                         external_data=False)
-        path = Path(folder) / "model.onnx"
-        onnx_program.save(path, external_data=False)
-        return path.read_bytes()
+def weights_bytes(model: torch.nn.Module) -> bytes:
+    """The model's state dict as safetensors."""
+    return safetensors_bytes({k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()})
 
 
-def _png(pixels: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels).save(out, format="PNG")
-    return out.getvalue()
+def labels_bytes(loaded: Loaded) -> bytes:
+    """``labels.txt``: the class names, one a line."""
+    return "".join(f"{name}\n" for name in loaded.classes).encode()
 
 
-def _npy(array: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    np.save(out, array)
-    return out.getvalue()
-
-
-def archive_files(loaded: Loaded) -> dict[str, bytes]:
-    """The archive's files by name."""
-    weights = {k: v.detach().cpu().contiguous().clone() for k, v in loaded.model.state_dict().items()}
-    exported = program(loaded)
-    buffer = io.BytesIO()
-    torch.export.save(exported, buffer)
+def mean_files(loaded: Loaded) -> dict[str, bytes]:
+    """``mean.npy`` (float32 H×W×C, pixel units) and ``mean.png`` (the same, rounded to 8 bits)."""
     mean = mean_pixels(loaded)
-    description = info(loaded)
-    readme = README.format(**{**description, "title": loaded.network.get("name") or loaded.network.get("source"),
-                              "classes": len(loaded.classes), "mode": description["pil_mode"],
-                              "code": EXAMPLE.read_text(encoding="utf-8")})
-    return {
-        "weights.safetensors": safetensors_bytes(weights),
-        "model.pt2": buffer.getvalue(),
-        "model.onnx": onnx_bytes(exported),
-        "labels.txt": "".join(f"{name}\n" for name in loaded.classes).encode(),
-        "mean.npy": _npy(mean),
-        "mean.png": _png(np.clip(np.rint(mean), 0, 255).astype(np.uint8)),
-        "info.json": json.dumps(description, indent=1, ensure_ascii=False).encode(),
-        "README.md": readme.encode(),
-    }
+    pixels = np.clip(np.rint(mean), 0, 255).astype(np.uint8)
+    npy, png = io.BytesIO(), io.BytesIO()
+    np.save(npy, mean)
+    Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels).save(png, format="PNG")
+    return {"mean.npy": npy.getvalue(), "mean.png": png.getvalue()}
 
 
 def export_archive(loaded: Loaded, destination: Path | str) -> Path:
     """Write the model archive of ``loaded`` to ``destination`` (a .zip); returns it."""
     destination = Path(destination)
-    files = archive_files(loaded)
+    made = exporter(loaded.task)
+    files = made.archive_files(loaded)
     destination.parent.mkdir(parents=True, exist_ok=True)
     partial = destination.with_name(destination.name + ".partial")
     with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name in FILES:
+        for name in made.FILES:
             archive.writestr(name, files[name])
     os.replace(partial, destination)
     return destination

@@ -27,6 +27,7 @@ from trainer.inference.errors import InferenceError
 from trainer.inference.model import read_weights
 from trainer.inference.weights import load_exactly
 from trainer.networks import NetworkError, build
+from trainer.tasks import task_of, uses
 
 WRAPPERS = ("model", "state_dict")  # keys under which checkpoints commonly nest their weights
 PREFIXES = ("module.", "_orig_mod.")  # left by DistributedDataParallel and torch.compile
@@ -99,6 +100,19 @@ def _from_state_dict(state: Any, network_name: str, classes: list[str] | None) -
     return Pretrained(network, model.state_dict(), names, channels, size)
 
 
+def _check_task(description: dict[str, Any]) -> None:
+    """Refuse the archive of a model whose task cannot start a new model
+    (``info.json``'s ``task``; archives from before it was written are
+    classification's)."""
+    try:
+        task = task_of(description)
+    except ValueError as exc:
+        raise InferenceError(f"The archive is not a model archive of this app: {exc}") from None
+    if not task.offers(uses.PRETRAINED):
+        raise InferenceError(f"The archive holds a model of {task.label.lower()}: "
+                             f"{uses.LABELS[uses.PRETRAINED]} is not available for {task.label} models.")
+
+
 def _from_archive(data: bytes) -> Pretrained:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
@@ -106,6 +120,7 @@ def _from_archive(data: bytes) -> Pretrained:
             weights = safetensors_load(archive.read("weights.safetensors"))
     except (KeyError, ValueError, zipfile.BadZipFile, SafetensorError) as exc:
         raise InferenceError(f"The archive is not a model archive: {exc}") from None
+    _check_task(description)
     classes, size = description["classes"], (description["height"], description["width"])
     model = _built(description["network"], description["channels"], len(classes), *size)
     load_exactly(model, weights, "The archive's weights")

@@ -12,9 +12,9 @@ EXPORT_JOB = {"allOf": [ref("Job"), {"type": "object", "properties": {
 PATHS: dict[str, Any] = {
     "/api/models/{model_id}/export": {
         "parameters": [MODEL_ID],
-        "post": operation("Export a snapshot as a model archive (safetensors, torch.export program, ONNX, labels, mean, "
-                          "preprocessing): the export job, reused while one for the same unchanged snapshot is made or "
-                          "under way",
+        "post": operation("Export a snapshot as a model archive (safetensors, ONNX, a torch.export program where "
+                          "the network can be captured as one, labels, mean, preprocessing, README): the export job, "
+                          "reused while one for the same unchanged snapshot is made or under way",
                           {"201": json_answer(EXPORT_JOB, "Created and queued"), "200": json_answer(EXPORT_JOB, "Reused")},
                           ("400", "401", "404"), requestBody=body(SNAPSHOT_BODY))},
     "/api/exports/{job_id}/archive": {"parameters": [JOB_ID], "get": operation(

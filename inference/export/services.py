@@ -23,7 +23,7 @@ from ..snapshots import snapshot_file, stamp, stem
 from ..trained import Unusable
 
 KIND = "export"
-RESOURCES = {"device": "cpu", "count": 1}  # torch.export and ONNX run on the CPU
+RESOURCES = {"device": "cpu", "count": 1}  # the exporters run on the CPU
 
 
 def archive_path(job: Job) -> Path | None:

@@ -1,8 +1,8 @@
 """Model archives through the app: "Download model archive" on a model's
 page and ``POST /api/models/<id>/export`` make an export job (or give the
 one already made for the same snapshot); a real worker writes the archive,
-whose program and ONNX file predict what the app predicts; bad requests
-are refused with a message and create nothing."""
+whose program and ONNX file predict what the app predicts, a detector's
+too; bad requests are refused with a message and create nothing."""
 
 from __future__ import annotations
 
@@ -17,16 +17,18 @@ import torch
 from django.contrib.auth.models import Permission
 from django.db import connection
 
+from datasets import services as dataset_services
 from inference.export import services as exports
 from jobs.models import Job, Status
 from tests.clients import signed_in
+from tests.detectionfiles import detection_config, make_detection_dataset, trained_detector
 from tests.evalfiles import CPU, dataset_job, model_with_snapshot, trained_model
 from tests.inferfiles import bar_images
 from tests.jobtools import events_of, wait_status
 from tests.trainfiles import train_config
 from trainer import eventkinds, eventlog, jobfiles
-from trainer.export import FILES
 from trainer.inference import classify, load_model, logits, preprocess
+from trainer.tasks import classification_export, detection_export
 from trainer.train import Run
 
 TIMEOUT = 240
@@ -76,7 +78,7 @@ def test_an_exported_archive_predicts_what_the_app_predicts(alice, bob, worker):
     expected_logits = logits(loaded, x)
     top1 = [top[0]["index"] for top in classify(loaded, images)]
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        assert archive.namelist() == list(FILES)
+        assert archive.namelist() == list(classification_export.FILES)
         program = torch.export.load(io.BytesIO(archive.read("model.pt2"))).module()
         session = onnxruntime.InferenceSession(archive.read("model.onnx"))
         assert json.loads(archive.read("info.json"))["snapshot"] == "epoch-2.pt"
@@ -93,6 +95,35 @@ def test_an_exported_archive_predicts_what_the_app_predicts(alice, bob, worker):
     assert best.status == Status.DONE, best.error
     (model.folder / "checkpoints" / "best.pt").write_bytes((model.folder / "checkpoints" / "best.pt").read_bytes())
     assert export(client, model).pk != best.pk
+
+
+def test_a_detection_model_is_exported_from_its_page_and_the_api(alice, worker):
+    dataset = Job.objects.create(kind="dataset", name="boxes", owner=alice, status=Status.DONE)
+    dataset_dir = make_detection_dataset(dataset_services.folder(dataset))
+    params = {**detection_config(dataset_dir, epochs=1, mean="none", batch_size=2), "dataset": dataset.pk}
+    model = Job.objects.create(kind="train", name="boxes-frcnn", owner=alice, status=Status.DONE, params=params,
+                               resources={"device": "cpu", "count": 1})
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        trained_detector(model.folder, dataset_dir, epochs=1, mean="none", batch_size=2)
+    finally:
+        torch.set_num_threads(threads)
+    client = signed_in(alice)
+    assert "Download model archive" in client.get(f"/jobs/{model.pk}/").content.decode()
+
+    button = client.post(f"/models/{model.pk}/export", {"snapshot": "checkpoints/epoch-1.pt"})
+    job = Job.objects.get(kind="export")
+    assert button.status_code == 302 and button["Location"] == f"/jobs/{job.pk}/"
+    assert export(client, model, "epoch-1.pt", expected=200).pk == job.pk, "the API gives the page's job"
+    job = wait_status(job, Status.DONE, Status.FAILED, timeout=TIMEOUT)
+    assert job.status == Status.DONE, job.error
+    assert "Download boxes-frcnn-epoch-1.zip" in client.get(f"/jobs/{job.pk}/").content.decode()
+    with zipfile.ZipFile(io.BytesIO(streamed(client.get(f"/api/exports/{job.pk}/archive")))) as archive:
+        assert archive.namelist() == list(detection_export.FILES)
+        session = onnxruntime.InferenceSession(archive.read("model.onnx"))
+    boxes, scores, labels = session.run(None, {"image": torch.rand(3, 50, 64).numpy()})
+    assert boxes.shape == (len(scores), 4) and labels.shape == scores.shape
 
 
 def test_a_network_that_cannot_be_exported_fails_with_the_reason_and_leaves_no_archive(alice, worker):

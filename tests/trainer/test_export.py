@@ -24,9 +24,10 @@ from safetensors.torch import load as safetensors_load
 from tests.inferfiles import CPU, bar_images, png, trained_job, untrained_job
 from tests.trainfiles import make_dataset, train_config
 from trainer import eventlog
-from trainer.export import FILES, export_archive
+from trainer.export import export_archive
 from trainer.inference import InferenceError, classify, load_model, logits, preprocess
 from trainer.pretrained import import_pretrained
+from trainer.tasks.classification_export import FILES
 from trainer.train import Run
 
 

@@ -68,8 +68,15 @@ def test_a_task_offers_the_uses_it_names_and_no_other():
     bare = tasks.Task("bare", "Bare", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="", plan="")
     assert not any(bare.offers(use) for use in tasks.uses.USES), "a task offers no use it does not name"
     only = tasks.Task("only", "Only", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="", plan="",
-                      model_uses=frozenset({tasks.uses.EXPORT}))
+                      export="", model_uses=frozenset({tasks.uses.EXPORT}))
     assert [use for use in sorted(tasks.uses.USES) if only.offers(use)] == [tasks.uses.EXPORT]
+
+
+def test_a_task_that_offers_export_names_the_module_of_its_archive():
+    with pytest.raises(ValueError, match="The task “odd” offers export but names no module that makes the archive"):
+        tasks.Task("odd", "Odd", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="", plan="",
+                   model_uses=frozenset({tasks.uses.EXPORT}))
+    assert all(task.export for task in tasks.TASKS.values() if task.offers(tasks.uses.EXPORT))
 
 
 def test_a_misspelt_use_fails_when_asked_and_when_a_task_names_it():

@@ -51,7 +51,7 @@ def test_a_model_is_offered_what_its_task_offers_and_one_of_no_task_is_a_classif
 
 def test_the_query_lists_only_models_and_only_of_the_tasks_that_offer_the_use(alice, monkeypatch):
     monkeypatch.setitem(TASKS, "exporting", Task("exporting", "Exporting", metrics=SCORE, metrics_title="score",
-                                                 targets=ClassLabels(), training="", plan="",
+                                                 targets=ClassLabels(), training="", plan="", export="",
                                                  model_uses=frozenset({uses.EXPORT})))
     exporting, classifier = model(alice, "exporting", task="exporting"), model(alice, "classifier")
     Job.objects.create(kind="dataset", name="a dataset", owner=alice)

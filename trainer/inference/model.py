@@ -2,8 +2,8 @@
 ``config.json`` and dataset manifest, the weights of one snapshot (read with
 ``weights_only=True``), in eval mode, with everything preprocessing needs to
 give an image exactly the form training gave it (size, channels, resize
-mode, mean, crop). The network is built by its task's training side, as the
-run built it."""
+mode, the build's padding, mean, crop). The network is built by its task's
+training side, as the run built it."""
 
 from __future__ import annotations
 
@@ -36,13 +36,14 @@ class Loaded:
     about the snapshot chosen (the model is still training, say)."""
 
     model: nn.Module
+    task: Task
     network: dict[str, Any]
     classes: list[str]
     channels: int
     image_size: tuple[int, int]  # height, width of the dataset's images (before any crop)
     input_size: tuple[int, int]  # height, width of the network's input
     resize_mode: str
-    pad_to: tuple[int, int] | None  # the size the build padded each image to before the resize (detection)
+    pad_to: tuple[int, int] | None  # the width and height the build padded images to before the resize (detection)
     normalizer: Normalizer
     snapshot: str
     note: str | None
@@ -106,7 +107,7 @@ def read_weights(path: Path, what: str) -> dict[str, Any]:
 
 
 def _build_options(dataset_dir: Path) -> dict[str, Any]:
-    """The options the dataset was built with, as its manifest records them."""
+    """The options the model's dataset was built with."""
     return _read_json(dataset_dir / jobfiles.MANIFEST, "The model's dataset").get("options") or {}
 
 
@@ -136,10 +137,10 @@ def load_model(job_dir: Path | str, snapshot_file: str | None = None, device: to
         normalizer = Normalizer(config["mean"], info.mean, crop, device=device)
     except ValueError as exc:
         raise InferenceError(str(exc)) from None
-    return Loaded(model=model.eval().to(device), network=config["network"], classes=list(info.classes),
+    return Loaded(model=model.eval().to(device), task=task, network=config["network"], classes=list(info.classes),
                   channels=channels, image_size=(height, width), input_size=input_size,
                   resize_mode=options.get("resize_mode") or DEFAULT_RESIZE_MODE, pad_to=pad_to(options),
-                  normalizer=normalizer, snapshot=path.name, note=note, device=device, task=task)
+                  normalizer=normalizer, snapshot=path.name, note=note, device=device)
 
 
 def mean_pixels(loaded: Loaded) -> np.ndarray:

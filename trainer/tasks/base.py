@@ -2,9 +2,9 @@
 torch-free and Django-free: its name and label, its metrics and the chart
 series its runs report (the event kind and field each is read from), the
 format of its datasets' targets (``trainer.targets``), the modules of its
-dataset planner (``trainer.buildplan``) and trainer side
-(``trainer.tasks.training``), and what the web can do with a model of it
-(``uses``)."""
+dataset planner (``trainer.buildplan``), trainer side
+(``trainer.tasks.training``) and model archive (``trainer.export``), and
+what the web can do with a model of it (``uses``)."""
 
 from __future__ import annotations
 
@@ -84,6 +84,11 @@ class Task:
     # build's source into the images to store and their targets
     # (``trainer.buildplan``).
     plan: str
+    # The module that makes its models' archive (``trainer.export``),
+    # imported by the export job alone (torch): its ``FILES`` and
+    # ``archive_files(loaded)``. None while its models cannot be exported;
+    # a task that offers ``uses.EXPORT`` names one.
+    export: str | None = None
     # The web features that can use a model of this task (names from
     # ``uses``): a task offers none it does not name.
     model_uses: frozenset[str] = frozenset()
@@ -123,6 +128,8 @@ class Task:
         if unknown := self.model_uses - uses.USES:
             raise ValueError(f"The task “{self.name}” names unknown uses ({', '.join(sorted(unknown))}): "
                              f"the uses are {', '.join(sorted(uses.USES))}.")
+        if uses.EXPORT in self.model_uses and self.export is None:
+            raise ValueError(f"The task “{self.name}” offers export but names no module that makes the archive.")
 
     def refused(self, params: Mapping[str, Any]) -> dict[str, str]:
         """The options of a run's ``params`` this task cannot take: {param:

@@ -12,5 +12,5 @@ TASK = Task("classification", "Classification", metrics=(
     Metric("top1", "top-1"),
     Metric("top5", "top-5", above_classes=5),
 ), metrics_title="accuracy", targets=ClassLabels(), training="trainer.tasks.classification_training",
-    plan="trainer.tasks.classification_plan", networks=NETWORKS,
+    plan="trainer.tasks.classification_plan", networks=NETWORKS, export="trainer.tasks.classification_export",
     model_uses=frozenset({uses.CLASSIFY, uses.EVALUATE, uses.EXPORT, uses.PRETRAINED}))

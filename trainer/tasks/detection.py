@@ -6,7 +6,9 @@ precision and recall of the detections scored at least ``SCORE_THRESHOLD``.
 
 Its datasets can be built, explored and exported as COCO. Its trainer side
 (``detection_training``) trains torchvision's detectors on them, with their
-own losses (charted one by one), flips that move the boxes, and mAP.
+own losses (charted one by one), flips that move the boxes, and mAP. Its
+models detect objects in one image (Detect) and can be exported
+(``detection_export``: ONNX, one image in, boxes, scores and labels out).
 
 Its models are torchvision's detectors (``catalog.DETECTION_NETWORKS``),
 trained from scratch. Its runs take the options that do not move pixels
@@ -40,7 +42,8 @@ TASK = Task("detection", "Object detection", metrics=(
     Metric("precision", f"precision (score ≥ {SCORE_THRESHOLD:g})"),
     Metric("recall", f"recall (score ≥ {SCORE_THRESHOLD:g})"),
 ), metrics_title="mean average precision", targets=Boxes(), training="trainer.tasks.detection_training",
-    plan="trainer.tasks.detection_plan", model_uses=frozenset({uses.DETECT}),
+    plan="trainer.tasks.detection_plan", export="trainer.tasks.detection_export",
+    model_uses=frozenset({uses.DETECT, uses.EXPORT}),
     networks=DETECTION_NETWORKS, network_sources=("standard",),
     refused_options={**dict.fromkeys(("flip", "crop", "translate", "rotation", "scale", "noise", "color_jitter", "tta",
                                       "label_smoothing"), AUGMENTATION), "compile": COMPILE},

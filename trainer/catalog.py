@@ -15,6 +15,9 @@ class NetworkInfo:
     paper_url: str
     input_size: tuple[int, int]  # height, width it was designed for
     summary: str
+    # A detector's: the classifier network (a name in ``NETWORKS``) whose
+    # trained weights its backbone can start from; None: none can.
+    backbone: str | None = None
 
 
 IMAGENET = (224, 224)
@@ -50,14 +53,16 @@ DETECTION = (800, 800)  # what torchvision's detectors resize to; here, they kee
 DETECTION_NETWORKS: dict[str, NetworkInfo] = {info.name: info for info in (
     NetworkInfo("fasterrcnn_mobilenet_v3_large_fpn", "Faster R-CNN MobileNetV3-Large FPN",
                 "https://arxiv.org/abs/1506.01497", DETECTION,
-                "Two-stage detector (proposals, then their classes and boxes) on a light backbone, 19M parameters."),
+                "Two-stage detector (proposals, then their classes and boxes) on a light backbone, 19M parameters.",
+                backbone="mobilenet_v3"),
     NetworkInfo("fasterrcnn_resnet50_fpn", "Faster R-CNN ResNet-50 FPN", "https://arxiv.org/abs/1506.01497", DETECTION,
-                "Two-stage detector on ResNet-50 with a feature pyramid, 41M parameters."),
+                "Two-stage detector on ResNet-50 with a feature pyramid, 41M parameters.", backbone="resnet50"),
     NetworkInfo("retinanet_resnet50_fpn", "RetinaNet ResNet-50 FPN", "https://arxiv.org/abs/1708.02002", DETECTION,
                 "One-stage detector with anchors and the focal loss, on ResNet-50 with a feature pyramid, 34M "
-                "parameters."),
+                "parameters.", backbone="resnet50"),
     NetworkInfo("fcos_resnet50_fpn", "FCOS ResNet-50 FPN", "https://arxiv.org/abs/1904.01355", DETECTION,
-                "One-stage detector without anchors (a box from each feature-map point), 32M parameters."),
+                "One-stage detector without anchors (a box from each feature-map point), 32M parameters.",
+                backbone="resnet50"),
     NetworkInfo("ssdlite320_mobilenet_v3_large", "SSDlite MobileNetV3-Large", "https://arxiv.org/abs/1905.02244",
                 (320, 320), "Single-shot detector for phones; images resized to 320×320, 3M parameters."),
     NetworkInfo("ssd300_vgg16", "SSD300 VGG-16", "https://arxiv.org/abs/1512.02325", (300, 300),

@@ -247,6 +247,9 @@ class Run:
             weights = checkpoint.load(pretrained["path"])["model"]
         except (OSError, KeyError, RuntimeError) as exc:
             raise TrainingError(f"Cannot read the earlier snapshot {pretrained['path']}: {exc}") from exc
+        if pretrained.get("mode") == "backbone":
+            self._load_backbone(model, weights, pretrained["path"])
+            return
         kept, dropped = checkpoint.matching_weights(model, weights)
         if dropped and pretrained.get("mode") == "continue":
             raise TrainingError("The earlier network does not match this one (" + ", ".join(dropped[:5])
@@ -254,6 +257,19 @@ class Run:
         model.load_state_dict(kept, strict=False)
         self.log(f"loaded {len(kept)} tensors from {pretrained['path']}"
                  + (f"; re-initialised {', '.join(dropped)}" if dropped else ""))
+
+    def _load_backbone(self, model: torch.nn.Module, weights: dict[str, Any], path: str) -> None:
+        """A pretrained classifier's weights into the backbone of the task's
+        network (a detector's): the task says where they go."""
+        place = getattr(self.task_training, "backbone_weights", None)
+        if place is None:
+            raise TrainingError("This task's networks do not start a backbone from a pretrained model.")
+        try:
+            kept = place(self.config["network"], model, weights)
+        except NetworkError as exc:
+            raise TrainingError(str(exc)) from exc
+        model.load_state_dict(kept, strict=False)
+        self.log(f"loaded the backbone's {len(kept)} tensors from {path}; the rest starts untrained")
 
     # -- checkpoints ---------------------------------------------------------
 

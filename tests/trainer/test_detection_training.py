@@ -249,3 +249,40 @@ def test_precision_and_recall_at_a_score_are_read_off_the_metrics_own_curves():
     assert at_score(result, 0.5) == (0.5, 0.25)  # class 1: precision 1, recall 1/2; class 3: 0, 0
     assert at_score(result, 0.3) == (0.5, 0.5)  # class 1 finds both
     assert at_score(result, 0.95) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize(("detector", "classifier"), [("fasterrcnn_mobilenet_v3_large_fpn", "mobilenet_v3"),
+                                                      ("retinanet_resnet50_fpn", "resnet50")])
+def test_a_detectors_backbone_starts_from_a_classifier_of_its_network(tmp_path, boxes, detector, classifier, capsys):
+    from trainer.networks import build
+
+    trained = build({"source": "standard", "name": classifier}, 3, 7, SIZE, SIZE)
+    for parameter in trained.parameters():  # not what a fresh network starts from
+        torch.nn.init.uniform_(parameter, 0.5, 0.6)
+    path = tmp_path / "classifier.pt"
+    checkpoint.save(path, {"model": trained.state_dict()})
+    network = {"source": "standard", "name": detector}
+    run = Run(detection_config(boxes, network=network, pretrained={"job": 1, "path": str(path), "mode": "backbone"}),
+              tmp_path, CPU)
+    body = {key.removeprefix("backbone.body."): value for key, value in run.model.state_dict().items()
+            if key.startswith("backbone.body.")}
+    given = {key.removeprefix("features."): value for key, value in trained.state_dict().items()
+             if not key.startswith(("fc.", "classifier."))}
+    assert body.keys() == given.keys() and all(torch.equal(body[key], given[key]) for key in body)
+    head = dict(run.model.named_parameters())["rpn.head.conv.0.0.weight" if "rcnn" in detector
+                                                else "head.classification_head.conv.0.0.weight"]
+    assert head.abs().max() < 0.5  # the rest starts untrained
+    assert f"loaded the backbone's {len(body)} tensors from {path}; the rest starts untrained" in capsys.readouterr().out
+
+
+def test_a_backbone_refuses_a_classifier_of_another_network(tmp_path, boxes):
+    from trainer.networks import build
+
+    path = tmp_path / "classifier.pt"
+    checkpoint.save(path, {"model": build({"source": "standard", "name": "resnet18"}, 3, 7, SIZE, SIZE).state_dict()})
+    config = detection_config(boxes, network={"source": "standard", "name": "fcos_resnet50_fpn"},
+                              pretrained={"job": 1, "path": str(path), "mode": "backbone"})
+    with pytest.raises(TrainingError, match="The pretrained model's weights do not fill FCOS ResNet-50 FPN's backbone "
+                                            r"\(\d+ of its 318 tensors missing or of another shape, .*start it from a "
+                                            "resnet50 classifier"):
+        Run(config, tmp_path, CPU)

@@ -106,6 +106,7 @@ def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part
 
     from tests.detectionfiles import make_detection_dataset
     from tests.trainfiles import make_dataset
+    from tests.training.test_model_form import pretrained_model
 
     sign_up(page, "ross")
     owner = User.objects.get(username="ross")
@@ -113,6 +114,8 @@ def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part
     make_detection_dataset(boxes.folder / jobfiles.DATASET)
     bars = Job.objects.create(kind="dataset", name="bars", owner=owner, status="done")
     make_dataset(bars.folder / jobfiles.DATASET)
+    phones = pretrained_model(owner, "phones", "mobilenet_v3")
+    resnet = pretrained_model(owner, "big", "resnet50")
 
     page.click("text=New model")
     page.select_option("#id_dataset", str(boxes.pk))
@@ -123,6 +126,12 @@ def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part
                    "#customize", "button[data-preset=speedrun]", "#id_network_source_layers"):
         expect(page.locator(hidden)).to_be_hidden()
     expect(page.locator("#id_flip option[value=both]")).to_be_disabled()
+    expect(page.locator("#id_backbone_model")).to_be_visible()  # Faster R-CNN MobileNetV3's backbone
+    expect(page.locator(f"#id_backbone_model option[value='{phones.pk}']")).to_be_enabled()
+    expect(page.locator(f"#id_backbone_model option[value='{resnet.pk}']")).to_be_disabled()
+    page.select_option("#id_standard_network", "ssd300_vgg16")
+    expect(page.locator("p[data-field=backbone_model]")).to_be_hidden()
+    page.select_option("#id_standard_network", "fasterrcnn_mobilenet_v3_large_fpn")
 
     page.select_option("#id_dataset", str(bars.pk))  # a classification dataset: everything again
     expect(page.locator("#id_standard_network option[value=lenet]")).to_be_enabled()
@@ -139,6 +148,7 @@ def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part
     page.fill("#id_lr", "0.001")
     page.select_option("#id_mean", "none")  # the small dataset was written without a mean image
     page.select_option("#id_flip", "horizontal")
+    page.select_option("#id_backbone_model", "")  # the small pretrained rows hold no weights
     page.click("#visualize")
     expect(page.locator("#visualize")).to_have_text("Visualize", timeout=NETWORK_ANSWER_MS)  # answered
     expect(page.locator("#network-error")).to_be_hidden()

@@ -199,6 +199,42 @@ def test_a_detection_model_takes_a_detector_and_only_the_options_that_move_its_b
     assert (params["task"], params["network"], params["flip"]) == ("detection", DETECTOR, "horizontal")
 
 
+def pretrained_model(owner: User, name: str, network: str) -> Job:
+    """A done pretrained model row with the info file its job writes (no weights: the form reads only the info)."""
+    job = Job.objects.create(kind="pretrained", name=name, owner=owner, status=Status.DONE)
+    (job.folder / jobfiles.PRETRAINED_INFO).parent.mkdir(parents=True)
+    (job.folder / jobfiles.PRETRAINED_INFO).write_text(json.dumps({
+        "network": {"source": "standard", "name": network}, "classes": ["a", "b"], "channels": 3}))
+    return job
+
+
+def test_a_detectors_backbone_starts_from_a_pretrained_classifier_of_its_network(alice, boxes):
+    resnet = pretrained_model(alice, "imagenet-ish", "resnet50")
+    mobile = pretrained_model(alice, "phones", "mobilenet_v3")
+    lenet = pretrained_model(alice, "digits", "lenet")
+    client = signed_in(alice)
+    choices = dict(client.get("/models/new/").context["form"].fields["backbone_model"].widget.choices)
+    assert resnet.pk in choices and mobile.pk in choices and lenet.pk not in choices
+
+    retinanet = {"source": "standard", "name": "retinanet_resnet50_fpn"}
+    made = create(client, name="r", dataset=boxes.pk, batch_size=2, network=retinanet, backbone_model=resnet.pk)
+    assert made.status_code == 201, made.content
+    params = Job.objects.get(pk=made.json()["jobs"][0]["id"]).params
+    assert params["network"] == retinanet and params["pretrained"] == {
+        "job": resnet.pk, "path": str(resnet.folder / jobfiles.PRETRAINED_WEIGHTS), "mode": "backbone"}
+
+    assert errors(create(client, name="r", dataset=boxes.pk, batch_size=2, network=retinanet,
+                         backbone_model=mobile.pk)) == {
+        "backbone_model": "RetinaNet ResNet-50 FPN's backbone starts from a ResNet-50 classifier, and this pretrained "
+                          "model is not one."}
+    assert errors(create(client, name="r", dataset=boxes.pk, batch_size=2, backbone_model=resnet.pk,
+                         network={"source": "standard", "name": "ssd300_vgg16"})) == {
+        "backbone_model": "SSD300 VGG-16 has no backbone that starts from a pretrained model; leave Backbone weights "
+                          "blank."}
+    assert errors(create(client, name="r", dataset=boxes.pk, batch_size=2, network=retinanet, backbone_model=99999)) == {
+        "backbone_model": "Choose one of the pretrained models."}
+
+
 def test_visualize_and_customize_build_a_detector_as_its_runs_do(alice, boxes):
     client = signed_in(alice)
 

@@ -309,6 +309,7 @@ class StandardNetwork:
     summary: str
     build: Builder = field(repr=False)
     helpers: tuple[object, ...] = field(default=(), repr=False)
+    backbone: str | None = None  # ``NetworkInfo``'s: a detector's (none of these)
 
 
 # Each network's builder and the helpers its customised code needs besides it.

@@ -57,6 +57,13 @@ BUILDERS: dict[str, tuple[Callable[..., torch.nn.Module], bool]] = {
 }
 
 
+# Where a classifier's trained weights go in a detector whose backbone is
+# that network (``NetworkInfo.backbone``): its keys under the first prefix
+# (the whole network but its head), renamed under the second.
+BACKBONE_KEYS = {"resnet50": ("", "backbone.body."), "mobilenet_v3": ("features.", "backbone.body.")}
+BACKBONE_PREFIX = "backbone.body."
+
+
 def flip_boxes(targets: torch.Tensor, flipped: torch.Tensor, width: int) -> torch.Tensor:
     """Rows B×K×6 with the boxes of the images where ``flipped`` (B bools)
     mirrored left-right in a ``width`` pixels wide image: x1' = W - x2,
@@ -194,6 +201,24 @@ class Training:
         if not fixed_size:
             options.update(min_size=min(height, width), max_size=max(height, width))
         return builder(**options)
+
+    def backbone_weights(self, network: dict[str, Any], detector: torch.nn.Module,
+                         weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """A classifier's ``weights`` (a pretrained model's, of the network
+        ``NetworkInfo.backbone`` names) as the tensors of the ``detector``'s
+        backbone; NetworkError unless they fill every one of them."""
+        info = DETECTION_NETWORKS[network["name"]]
+        if info.backbone is None:
+            raise NetworkError(f"{info.label}'s backbone cannot start from a pretrained model.")
+        taken, placed = BACKBONE_KEYS[info.backbone]
+        renamed = {placed + key[len(taken):]: value for key, value in weights.items() if key.startswith(taken)}
+        own = {key: value for key, value in detector.state_dict().items() if key.startswith(BACKBONE_PREFIX)}
+        kept = {key: value for key, value in renamed.items() if key in own and own[key].shape == value.shape}
+        if missing := sorted(set(own) - set(kept)):
+            raise NetworkError(f"The pretrained model's weights do not fill {info.label}'s backbone "
+                               f"({len(missing)} of its {len(own)} tensors missing or of another shape, e.g. "
+                               f"{', '.join(missing[:3])}): start it from a {info.backbone} classifier.")
+        return kept
 
     def loss(self, net: torch.nn.Module, x: torch.Tensor,
              y: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

@@ -19,7 +19,11 @@ A task's training says:
 - ``evaluation(device)``: an ``Evaluation`` that takes those outputs and
   the targets of each batch of a split and gives its loss and the task's
   metrics (``Task.metrics``' fields), summed over every process of the run;
-- ``describe(metrics)``: the log line of a validation.
+- ``describe(metrics)``: the log line of a validation;
+- ``backbone_weights(network, model, weights)``, for a task whose networks
+  have a backbone (``NetworkInfo.backbone``) alone: a pretrained
+  classifier's weights as the tensors of the model's backbone (a job's
+  ``pretrained`` of mode ``backbone``).
 
 A task that cannot take one of the job's options (an augmentation that
 would move its targets in a way ``follow`` does not) refuses it with a

@@ -35,6 +35,9 @@ class NetworkFields(forms.Form):
     previous_snapshot = forms.CharField(required=False, widget=forms.Select, label="Snapshot")
     # Not required: the page shows these fields only when there is an earlier model.
     pretrained_mode = forms.ChoiceField(choices=PRETRAINED_MODES, initial="finetune", label="Mode", required=False)
+    backbone_model = forms.IntegerField(required=False, widget=forms.Select, label="Backbone weights",
+                                        help_text="A pretrained classifier of the backbone's network whose weights "
+                                                  "start the detector's backbone; the rest starts untrained.")
     pretrained_model = forms.IntegerField(required=False, widget=forms.Select, label="Pretrained model",
                                           help_text="Fine-tuned: the classifier is re-made for this dataset's classes, "
                                                     "and any layer whose shape differs is re-initialised.")
@@ -54,6 +57,10 @@ class NetworkFields(forms.Form):
         self.fields["previous_snapshot"].widget.choices = [(file, file) for file in files]
         self.pretrained_models = pretrained_models()
         self.fields["pretrained_model"].widget.choices = [(p["id"], p["label"]) for p in self.pretrained_models]
+        backbones = {info["backbone"] for info in networkinfo.networks().values() if info["backbone"]}
+        self.fields["backbone_model"].widget.choices = [("", "None: the whole detector starts untrained")] + [
+            (p["id"], p["label"]) for p in self.pretrained_models
+            if p["network"].get("source") == "standard" and p["network"].get("name") in backbones]
         self.network: dict[str, Any] | None = None
         self.pretrained: dict[str, Any] | None = None
 
@@ -61,6 +68,8 @@ class NetworkFields(forms.Form):
         source = data.get("network_source")
         if source == "standard":
             self.network = {"source": "standard", "name": data.get("standard_network") or "lenet"}
+            if data.get("backbone_model") is not None:
+                self._check_backbone(data["backbone_model"], self.network["name"])
         elif source == "layers":
             text = data.get("layers_text") or ""
             try:
@@ -123,6 +132,27 @@ class NetworkFields(forms.Form):
         self.network = dict(chosen["network"])
         self.pretrained = {"job": earlier.pk, "path": str(earlier.folder / data["previous_snapshot"]),
                            "mode": mode}
+
+    def _check_backbone(self, chosen_id: int, name: str) -> None:
+        """A pretrained classifier whose weights start the backbone of the
+        standard network ``name`` (a detector's: ``NetworkInfo.backbone``)."""
+        known = networkinfo.networks()
+        info = known.get(name)
+        if info is None:
+            return  # the standard network's own error says so
+        if not info["backbone"]:
+            self.add_error("backbone_model", f"{info['label']} has no backbone that starts from a pretrained model; "
+                                             "leave Backbone weights blank.")
+            return
+        chosen = next((p for p in self.pretrained_models if p["id"] == chosen_id), None)
+        wanted = known[info["backbone"]]["label"]
+        if chosen is None:
+            self.add_error("backbone_model", "Choose one of the pretrained models.")
+        elif (chosen["network"].get("source"), chosen["network"].get("name")) != ("standard", info["backbone"]):
+            self.add_error("backbone_model", f"{info['label']}'s backbone starts from a {wanted} classifier, and "
+                                             f"this pretrained model is not one.")
+        else:
+            self.pretrained = {"job": chosen["id"], "path": chosen["path"], "mode": "backbone"}
 
     def _check_pretrained_model(self, data: dict[str, Any]) -> None:
         if not self.pretrained_models:

@@ -42,6 +42,20 @@ function showNetworkInfo() {
 }
 field("standard_network").addEventListener("change", showNetworkInfo);
 
+// Backbone weights: only for a network with a backbone (a detector's), and
+// only the pretrained models of the backbone's network.
+function showBackbone() {
+  const backbone = page.networks[field("standard_network").value]?.backbone;
+  const select = field("backbone_model");
+  showRow("backbone_model", Boolean(backbone));
+  for (const option of select.options) {
+    const model = page.pretrained.find((p) => String(p.id) === option.value);
+    option.hidden = option.disabled = Boolean(model) && model.network.name !== backbone;
+  }
+  if (!backbone || select.selectedOptions[0]?.disabled) select.value = "";
+}
+field("standard_network").addEventListener("change", showBackbone);
+
 // The chosen dataset's task: its networks, network sources, flips and
 // presets alone; the options it refuses hidden and set back to off.
 function chosenTask() {
@@ -64,6 +78,7 @@ function showTask() {
   if (networks.selectedOptions[0]?.disabled) {
     networks.value = task.networks[0];
     showNetworkInfo();
+    showBackbone();
   }
   for (const option of field("flip").options) {
     option.hidden = option.disabled = Boolean(task?.flips) && !task.flips.includes(option.value);
@@ -288,6 +303,7 @@ for (const name of [...PREVIEW_FIELDS, "scale_lr"]) {
 showNetwork();
 showNetworkInfo();
 showTask();
+showBackbone();
 if (previousJob) showSnapshots();
 showSolver();
 showPolicy();

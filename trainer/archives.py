@@ -358,15 +358,26 @@ class Entry:
 
 class MemberReader:
     """Copies a member's bytes out of the archive. The file is opened lazily in the process that
-    reads (so a reader can go to a process pool), and a member is refused if it holds more or
-    fewer bytes than its header declares."""
+    reads, and again in any process forked after it was opened: a forked process shares its
+    parent's file position, and a zip's reads seek, so two processes reading through one
+    inherited handle move it under each other (a detection build reads a zip's label files
+    before its pool forks; its images then failed with "Bad CRC-32"). A member is refused if it
+    holds more or fewer bytes than its header declares."""
 
     def __init__(self, path: Path, kind: str) -> None:
         self.path, self.kind = path, kind
         self._opened: Any = None
+        self._opened_by = 0  # the process that opened it
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_opened": None}
+
+    def _handle(self) -> Any:
+        """This process's own open archive."""
+        if self._opened is None or self._opened_by != os.getpid():
+            opened = zipfile.ZipFile(self.path) if self.kind == "zip" else os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            self._opened, self._opened_by = opened, os.getpid()
+        return self._opened
 
     def copy(self, entry: Entry, out: BinaryIO) -> None:
         bounded = _BoundedWriter(out, entry.name, entry.size)
@@ -387,16 +398,14 @@ class MemberReader:
         return out.getvalue()
 
     def _copy_zip_member(self, entry: Entry, out: _BoundedWriter) -> None:
-        if self._opened is None:
-            self._opened = zipfile.ZipFile(self.path)
-        with self._opened.open(self._opened.infolist()[entry.key]) as source:
+        opened = self._handle()
+        with opened.open(opened.infolist()[entry.key]) as source:
             shutil.copyfileobj(source, out, CHUNK)
 
     def _copy_tar_member(self, entry: Entry, out: _BoundedWriter) -> None:
-        if self._opened is None:
-            self._opened = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        descriptor = self._handle()
         offset, end = entry.key, entry.key + entry.size
-        while offset < end and (block := os.pread(self._opened, min(CHUNK, end - offset), offset)):
+        while offset < end and (block := os.pread(descriptor, min(CHUNK, end - offset), offset)):
             out.write(block)
             offset += len(block)
 

@@ -207,3 +207,28 @@ def test_an_image_with_more_boxes_than_an_image_may_have_is_left_out(tmp_path, m
     assert len(reader) == 1 and targets.shape[1] == 3
     skipped = json.loads((folder / "skipped.json").read_text())
     assert [entry["reason"] for entry in skipped] == ["label_2/many.txt: 4 boxes, more than the 3 an image may have"]
+
+
+def test_a_zip_whose_labels_were_read_before_the_pool_started_is_decoded_by_every_process(tmp_path):
+    """The planner reads a VOC zip's XML files in the build's own process,
+    which opens the archive; the pool's processes, forked after, must each
+    read the images through their own handle, not the inherited one (whose
+    position they would move under each other: "Bad CRC-32"). Over
+    ``TASKS_PER_BATCH`` images a process, so that both decode at once."""
+    from trainer.dataset_build import TASKS_PER_BATCH
+
+    count = 8 * TASKS_PER_BATCH
+    rng = np.random.default_rng(0)
+    archive = tmp_path / "voc.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        for number in range(count):
+            pixels = rng.integers(0, 255, (SIZE[1], SIZE[0], 3), dtype=np.uint8)
+            data = io.BytesIO()
+            Image.fromarray(pixels).save(data, format="PNG")
+            out.writestr(f"VOC/JPEGImages/{number}.png", data.getvalue())
+            out.writestr(f"VOC/Annotations/{number}.xml", (
+                f"<annotation><filename>{number}.png</filename><size><width>64</width><height>48</height>"
+                "<depth>3</depth></size><object><name>dog</name><bndbox><xmin>4</xmin><ymin>4</ymin><xmax>40</xmax>"
+                "<ymax>30</ymax></bndbox></object></annotation>"))
+    reader, targets = stored(build(tmp_path, {"type": "archive", "path": str(archive)}, label_format="voc"))
+    assert len(targets) == count and all(tuple(rows[0]) == (1.5, 1.5, 20, 15, 0, 0) for rows in targets)  # VOC counts from 1

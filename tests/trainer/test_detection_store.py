@@ -194,7 +194,7 @@ def test_only_a_detection_dataset_exports_to_coco(tmp_path):
 def test_the_detection_task_heads_with_map50_builds_datasets_and_does_not_train_from_the_pages_yet():
     task = detection.TASK
     assert task.headline.field == "map50" and [m["label"] for m in task.shown_metrics(3)] == ["mAP@0.5", "mAP@0.5:0.95"]
-    assert isinstance(task.targets, Boxes) and not task.model_uses
+    assert isinstance(task.targets, Boxes) and task.evaluation_sources == ("split",)
     assert tasks.TASKS["detection"] is task and not task.trains  # until the New model page offers detectors
     assert tasks.task_of({}).trains
     classification = tasks.task_of({})

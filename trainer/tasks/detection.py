@@ -13,11 +13,16 @@ trained from scratch. Its runs take the options that do not move pixels
 flips alone: the others would move the pixels without the boxes (crops,
 translation, rotation, zoom) or are classification's (test-time
 augmentation averages logits; label smoothing).
+
+Its models can be evaluated on a split of their dataset, with a report of
+its own (``detection_report``: mAP, per-class AP and precision–recall
+curves, false positives, missed boxes, images worst first).
 """
 
 from trainer.catalog import DETECTION_NETWORKS
 from trainer.detection.targets import Boxes
 
+from . import uses
 from .base import Metric, Task
 
 TASK = Task("detection", "Object detection", metrics=(
@@ -27,6 +32,10 @@ TASK = Task("detection", "Object detection", metrics=(
     plan="trainer.tasks.detection_plan", networks=DETECTION_NETWORKS, network_sources=("standard",),
     refused_options=("crop", "translate", "rotation", "scale", "noise", "color_jitter", "tta", "label_smoothing"),
     flips=("none", "horizontal"),
+    model_uses=frozenset({uses.EVALUATE}),
+    # Its report is its own (boxes scored by mAP, ``detection_report``), of
+    # a split of the model's dataset: no Classify many of new images yet.
+    evaluation_sources=("split",),
     refusal="its only augmentation is a horizontal flip, which moves the boxes with the pixels",
     # The parts torchvision's detectors give their losses: Faster R-CNN's
     # first four, RetinaNet's, FCOS's and SSD's the others.

@@ -19,7 +19,11 @@ A task's training says:
 - ``evaluation(device)``: an ``Evaluation`` that takes those outputs and
   the targets of each batch of a split and gives its loss and the task's
   metrics (``Task.metrics``' fields), summed over every process of the run;
-- ``describe(metrics)``: the log line of a validation.
+- ``describe(metrics)``: the log line of a validation;
+- optionally ``split_report(model, batches, total, names, split, progress)``:
+  the evaluation job's report of a split of the model's dataset (a
+  ``SplitReport``), for a task whose report is its own; without it the
+  job writes classification's (``trainer.inference.report``).
 
 A task that cannot take one of the job's options (an augmentation that
 would move its targets in a way ``follow`` does not) refuses it with a
@@ -30,6 +34,7 @@ error.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
@@ -38,6 +43,19 @@ from trainer.augment import Positions
 from trainer.tta import Predictor
 
 from .base import Task
+
+
+@dataclass
+class SplitReport:
+    """What the evaluation job writes of a task's own report
+    (``trainer.evaluation_files``): ``report`` (report.json), ``rows``
+    (results.json's rows), ``table`` (results.csv, its header first) and
+    ``summary`` (the job's result event)."""
+
+    report: dict[str, Any]
+    rows: list[dict[str, Any]]
+    table: list[list[Any]]
+    summary: dict[str, Any]
 
 
 class Evaluation(Protocol):

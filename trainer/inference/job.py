@@ -203,7 +203,7 @@ def run(config: dict[str, Any], job_dir: Path, work: Path) -> tuple[dict[str, An
                              f"not on new images ({source['type']}).")
     said = {"snapshot": loaded.snapshot, "note": loaded.note, "source": source["type"], "split": source.get("split")}
     if source["type"] == "split" and (own := task_report(loaded, model_config, source["split"], progress)):
-        report = {**own.report, **said, "warnings": []}
+        report = {**own.report, **said, "image_size": list(loaded.image_size), "warnings": []}
         write(work, report, own.rows)
         write_table(work / CSV, own.table)
         return report, {**own.summary, "snapshot": loaded.snapshot, "note": loaded.note}

@@ -1,7 +1,8 @@
 """Evaluate for a detector, through the web and a real worker: a Faster
 R-CNN trained one epoch on the rectangles, evaluated on its validation
 split (its report, downloads and images as the API and the page give
-them), and Classify many refused for it before anything is created."""
+them, and a real browser on its page), and Classify many refused for it
+before anything is created."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from django.contrib.auth.models import User
 from django.urls import reverse
 
 from datasets import services as dataset_services
+from inference.evaluate.services import evaluate
 from jobs.models import Job, Status
+from tests.browser import needs_chromium, sign_up
 from tests.clients import signed_in
 from tests.detectionfiles import built_rectangles, trained_detector
 from tests.evalfiles import imports
@@ -105,3 +109,33 @@ def test_classify_many_is_refused_for_a_detector_with_the_reason(alice, trained)
                                                    "top_n": 5})
     assert page.status_code == 200 and "Classify many is not available for Object detection models" in page.content.decode()
     assert Job.objects.filter(kind="evaluation").count() == before
+
+
+@needs_chromium
+def test_the_report_page_draws_a_detectors_figures_curves_and_boxes(page, worker, trained):
+    from playwright.sync_api import expect
+
+    sign_up(page, "ada")
+    owner = User.objects.get(username="ada")
+    job = evaluate(owner, detector_job(owner, trained), "val")
+    job = wait_status(job, Status.DONE, Status.FAILED, timeout=TIMEOUT)
+    assert job.status == Status.DONE, job.error
+    report = json.loads((job.folder / OUTPUT / REPORT).read_text())
+
+    page.goto(f"/jobs/{job.pk}/")
+    expect(page.locator("#evaluation-summary")).to_contain_text(f"mAP@0.5{report['map50'] * 100:.1f}%")
+    expect(page.locator("#boxes-per-class-table tbody tr")).to_have_count(2)
+    expect(page.locator("#boxes-per-class-table tbody tr").first).to_contain_text("Car")
+    curves = sum(curve is not None for curve in report["pr_curves"]["precision"].values())
+    expect(page.locator("#pr-chart .scatterlayer .trace")).to_have_count(curves)
+    figures = page.locator("#worst-gallery figure")
+    expect(figures).to_have_count(len(report["worst"]))
+    for number, image in enumerate(report["worst"][:3]):
+        figure = figures.nth(number)
+        expect(figure.locator("rect")).to_have_count(len(image["truth"]) + len(image["detections"]))
+        expect(figure.locator("figcaption")).to_contain_text(f"{image['misses']} missed")
+    expect(page.locator("#false-positives-table tbody tr")).to_have_count(len(report["false_positives"]))
+    expect(page.locator("#missed-table tbody tr")).to_have_count(len(report["missed"]))
+    expect(page.locator("#confusion")).to_be_hidden()
+    expect(page.locator("#rows")).to_be_hidden()
+    assert page.locator("#download-csv").get_attribute("href").endswith("/download/csv")

@@ -61,6 +61,8 @@ class EvaluationForm(JobFieldsForm, DevicesField):
         try:
             model = data["model_job"] = trained.find(data.get("model"))
             services.check(model, data.get("snapshot") or "")
+            if data.get("source"):
+                services.check_source(model, data["source"])
             classes = trained.classes(model)
         except trained.Unusable as exc:
             if "model" not in self.errors:

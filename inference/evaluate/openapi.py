@@ -27,7 +27,12 @@ EVAL_REPORT = {"type": "object", "properties": {
     "report": {"type": ["object", "null"], "description": "null until done: classes, count, classified, unreadable, "
                "labelled, top1, top5, per_class [{class, count, predicted, precision, recall, accuracy}], confusion "
                "(rows: true class, columns: predicted), mistakes (row numbers, most confident first), top_n "
-               "{n, classes: [{most, least}]}, snapshot, warnings"}}}
+               "{n, classes: [{most, least}]}, snapshot, warnings. A model whose task has its own report (layout "
+               "\"boxes\": detection) gives instead layout, classes, count, boxes, detections, image_size, iou, "
+               "score_threshold, loss, map50, map, per_class {class: {boxes, detections, ap50, ap}}, pr_curves "
+               "{recall (101 points), precision {class: [101 values] or null}}, false_positives and missed "
+               "[{index, name, class, box (, score)}] with their totals, worst [{index, name, misses, false_positives, "
+               "truth, detections}] with worst_total, snapshot, warnings"}}}
 EVAL_ROWS_QUERY = [{"name": name, "in": "query", "schema": schema, "description": text} for name, schema, text in (
     ("label", {"type": "integer"}, "true class index"), ("predicted", {"type": "integer"}, "top-1 class index"),
     ("outcome", {"enum": ["correct", "wrong", "unlabelled", "unreadable"]}, ""),
@@ -50,7 +55,8 @@ PATHS: dict[str, Any] = {
     "/api/evaluations/{job_id}/report": {"parameters": [JOB_ID], "get": operation(
         "An evaluation's report", {"200": json_answer(EVAL_REPORT)}, ("401", "404"))},
     "/api/evaluations/{job_id}/rows": {"parameters": [JOB_ID], "get": operation(
-        "An evaluation's images with their top 5, filtered and paged",
+        "An evaluation's images with their top 5, filtered and paged (400 for a report of boxes: its rows are "
+        "detections, in the downloads)",
         {"200": json_answer({"type": "object", "properties": {"total": {"type": "integer"}, "rows": {"type": "array"}}})},
         ("400", "401", "404"), parameters=EVAL_ROWS_QUERY)},
     "/api/compare/{owner}/{group}": {

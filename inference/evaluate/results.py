@@ -23,6 +23,11 @@ MAX_PAGE_SIZE = 500
 # With this many classes or fewer top-5 accuracy is always 100% (see ``report``).
 TOP5_CLASSES = 5
 LISTS = ("mistakes",)  # lists of row numbers in the report that the rows API pages through
+# A report's ``layout`` when its rows are a task's own (detections, see
+# ``Training.split_report``) rather than an image's top 5: the rows API
+# does not page them, the downloads give them.
+OWN_ROWS = ("boxes",)
+SUMMARY = ("top1", "top5", "map50", "map", "count", "labelled", "snapshot")
 
 
 class BadQuery(Exception):
@@ -69,7 +74,7 @@ def summary(job: Job) -> dict[str, Any]:
     found = report(job)
     if not found:
         return {}
-    return {key: found[key] for key in ("top1", "top5", "count", "labelled", "snapshot") if key in found}
+    return {key: found[key] for key in SUMMARY if key in found}
 
 
 def outcome(row: dict[str, Any]) -> str:
@@ -115,8 +120,11 @@ def select(job: Job, query: dict[str, str]) -> dict[str, Any]:
     ``outcome`` (correct, wrong, unlabelled, unreadable), ``rows`` (row
     numbers, in their order) or ``list`` (the report's mistakes, most
     confident first); ``page`` from 1 and ``size`` up to 500."""
-    found, whole = rows(job), report(job) or {}
-    classes = whole.get("classes", [])
+    whole = report(job) or {}
+    if whole.get("layout") in OWN_ROWS:
+        raise BadQuery({"rows": ["This evaluation's rows are its detections, not images: "
+                                 "download them as JSON or CSV, or read them in the report."]})
+    found, classes = rows(job), whole.get("classes", [])
     label, predicted = _index(query, "label", len(classes)), _index(query, "predicted", len(classes))
     wanted = query.get("outcome", "")
     if wanted and wanted not in OUTCOMES:

@@ -18,8 +18,9 @@ from jobs import services
 from jobs.models import ACTIVE, Job
 from jobs.permissions import network_refusal
 from trainer import jobfiles
+from trainer.tasks import task_of
 from trainer.tasks.uses import EVALUATE
-from training.modeljobs import models, unavailable
+from training.modeljobs import models, offers, unavailable
 from web.serverfolders import roots
 
 from .. import trained
@@ -51,6 +52,20 @@ def check(model: Job, snapshot: str) -> str:
     return ""
 
 
+def takes_files(model: Job) -> bool:
+    """Whether the model's task evaluates new images (Classify many: a list,
+    a folder, an archive) beside its dataset's splits (``Task.evaluation_sources``)."""
+    return offers(model, EVALUATE) and task_of(model.params).evaluates_from("list")
+
+
+def check_source(model: Job, source: str) -> None:
+    """Refuse a source the model's task does not evaluate from; ``check`` first."""
+    task = task_of(model.params)
+    if not task.evaluates_from(source):
+        raise trained.Unusable(f"Classify many is not available for {task.label} models: evaluate them on the "
+                               "validation or the test split of their dataset.", "source")
+
+
 def check_split(model: Job, split: str) -> None:
     if not split_count(model, split):
         raise trained.Unusable(f"The model's dataset has no {SPLITS[split]} images.", "split")
@@ -75,6 +90,7 @@ def submit(owner: User, model: Job, source: dict[str, Any], *, name: str = "", s
     """Queue an evaluation of ``model`` (checked: ``trained.Unusable``
     otherwise); anyone signed in may evaluate any model, the job is theirs."""
     note = check(model, snapshot)
+    check_source(model, source["type"])
     if source["type"] == "split":
         extra["dataset_job"] = model.params.get("dataset")
         check_split(model, source["split"])

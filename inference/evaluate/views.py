@@ -115,10 +115,12 @@ def page_context(job: Job) -> dict[str, Any]:
         "report_api": reverse("api-evaluation-report", args=[job.pk]),
         "rows_api": reverse("api-evaluation-rows", args=[job.pk]),
         "downloads": {what: reverse("evaluation-download", args=[job.pk, what]) for what in DOWNLOADS},
+        # Row n's image is at this address with its "0" replaced by n.
+        "image_url": reverse("evaluation-image", args=[job.pk, 0]),
     }}
 
 
 def summary_extra(job: Job) -> dict[str, Any]:
-    """A finished evaluation's accuracies in the job lists (``JobKind.summary_extra``)."""
+    """A finished evaluation's accuracies or mAP in the job lists (``JobKind.summary_extra``)."""
     found = results.summary(job)
-    return {key: found[key] for key in ("top1", "top5") if key in found}
+    return {key: found[key] for key in ("top1", "top5", "map50", "map") if key in found}

@@ -5,7 +5,8 @@ model's task does not offer it, the sentence saying so
 - ``{% one_image_action job %}``: Classify an image, for a model that
   classifies, or Detect objects in an image, for one that detects; for a
   model that does neither, why it cannot classify;
-- ``{% evaluate_actions job %}``: Evaluate on a split, and Classify many;
+- ``{% evaluate_actions job %}``: Evaluate on a split, and Classify many
+  where its task evaluates new images;
 - ``{% snapshot_actions job %}``: "Download model archive" and "Make
   pretrained model" for the snapshot chosen beside them.
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from django import template
 
+from inference.evaluate.services import takes_files
 from jobs.models import Job
 from trainer import jobfiles
 from trainer.tasks.uses import CLASSIFY, DETECT, EVALUATE, EXPORT, PRETRAINED
@@ -34,7 +36,7 @@ def one_image_action(job: Job) -> dict[str, Any]:
 
 @register.inclusion_tag("inference/evaluate_button.html")
 def evaluate_actions(job: Job) -> dict[str, Any]:
-    return {"job": job, "unavailable": unavailable(job, EVALUATE)}
+    return {"job": job, "unavailable": unavailable(job, EVALUATE), "classify_many": takes_files(job)}
 
 
 @register.inclusion_tag("inference/snapshot_actions.html")

@@ -195,9 +195,10 @@ def test_the_detection_task_heads_with_map50_and_trains_detectors_alone():
     task = detection.TASK
     assert task.headline.field == "map50" and [m["label"] for m in task.shown_metrics(3)] == [
         "mAP@0.5", "mAP@0.5:0.95", "precision (score ≥ 0.5)", "recall (score ≥ 0.5)"]
-    assert isinstance(task.targets, Boxes) and task.model_uses == {tasks.uses.DETECT, tasks.uses.EXPORT}
+    assert isinstance(task.targets, Boxes) and task.model_uses == {tasks.uses.DETECT, tasks.uses.EVALUATE, tasks.uses.EXPORT}
     assert tasks.TASKS["detection"] is task and task.trains and task.network_sources == ("standard",)
     assert "lenet" not in task.networks and "fasterrcnn_mobilenet_v3_large_fpn" in task.networks
+    assert task.evaluation_sources == ("split",)
     assert tasks.task_of({}).trains
     classification = tasks.task_of({})
     assert not {m.field for m in task.metrics} & {m.field for m in classification.metrics}

@@ -99,14 +99,20 @@ def evaluate_split(loaded: Loaded, dataset_dir: Path | str, split: str, batch_si
     """Evaluate on a split of the model's dataset (``val`` or ``test``): its
     stored images, centre-cropped and mean-subtracted by the training loader.
     Rows as ``evaluate`` gives them, ``image`` being the position in the split."""
-    data = load_split(dataset_dir, split, SPLIT_BUDGET)
-    if data is None:
-        raise InferenceError(f"The dataset has no {split} images.")
-    batches = Batches(data, batch_size, shuffle=False, device=loaded.device, normalizer=loaded.normalizer)
+    batches, total = split_batches(loaded, dataset_dir, split, batch_size)
     results: list[dict[str, Any]] = []
     for x, y in batches:
         for label, top in zip(y.tolist(), top_classes(loaded, logits(loaded, x)), strict=True):
             results.append({"image": len(results), "label": label, "top": top, "error": None})
         if progress:
-            progress(len(results), len(data))
+            progress(len(results), total)
     return results
+
+
+def split_batches(loaded: Loaded, dataset_dir: Path | str, split: str, batch_size: int = 256) -> tuple[Batches, int]:
+    """A split of the model's dataset as the training loader gives it (in
+    order, on the model's device, normalised as the run was), and its size."""
+    data = load_split(dataset_dir, split, SPLIT_BUDGET)
+    if data is None:
+        raise InferenceError(f"The dataset has no {split} images.")
+    return Batches(data, batch_size, shuffle=False, device=loaded.device, normalizer=loaded.normalizer), len(data)

@@ -13,6 +13,10 @@ writes the per-image results and their report. Config:
 - ``roots``: the folders lists and folders may name; ``archive_limits``;
   ``top_n``: how many images per class the Top-N lists hold.
 
+A task whose report is its own (``Training.split_report``, e.g. boxes
+scored by mAP) writes its report, rows and table instead of the
+classification ones below, on a split alone (``Task.evaluation_sources``).
+
 It writes ``evaluation/`` in the job folder: ``results.json`` (a row per
 image: ``{"index", "name", "label", "top": [[class, probability]…],
 "error"}``), ``report.json`` (``report.report`` in the page's shape),
@@ -45,8 +49,10 @@ from trainer.evaluation_files import CSV, IMAGES, OUTPUT, REPORT, RESULTS
 from trainer.imagelists import Entry, ListError, folder_entries, parse_list
 from trainer.jobmain import failed, finished, job_config
 from trainer.targets import ClassLabels
+from trainer.tasks import task_of
+from trainer.tasks.training import SplitReport, training_for
 
-from .classify import evaluate_split, logits, top_classes
+from .classify import evaluate_split, logits, split_batches, top_classes
 from .errors import InferenceError
 from .model import Loaded, load_model
 from .preprocess import decode, normalize
@@ -160,8 +166,29 @@ def write_csv(path: Path, rows: list[dict[str, Any]], classes: list[str]) -> Non
                           "; ".join(f"{classes[c]}:{p}" for c, p in top), row["error"] or ""])
 
 
-def run(config: dict[str, Any], job_dir: Path, work: Path) -> dict[str, Any]:
-    """Classify the source into ``work`` and return the report."""
+def task_report(loaded: Loaded, model_config: dict[str, Any], split: str, progress: Progress) -> SplitReport | None:
+    """The model's task's own report of ``split`` (``Training.split_report``),
+    or None for a task without one: classification's, written here."""
+    training = training_for(task_of(model_config), len(loaded.classes), model_config)
+    report_of = getattr(training, "split_report", None)
+    if report_of is None:
+        return None
+    batches, total = split_batches(loaded, model_config[jobfiles.DATASET_DIR_PARAM], split)
+    return report_of(loaded.model, batches, total, loaded.classes, split, progress)
+
+
+def write_table(path: Path, table: list[list[Any]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(table)
+
+
+def write(work: Path, report: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+    (work / RESULTS).write_text(json.dumps({"rows": rows}, separators=(",", ":")))
+    (work / REPORT).write_text(json.dumps(eventlog.finite(report), separators=(",", ":")))
+
+
+def run(config: dict[str, Any], job_dir: Path, work: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Evaluate the source into ``work``; the report and the result's summary."""
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model_dir = Path(config["model_dir"])
     loaded = load_model(model_dir, config.get("snapshot") or None, device)
@@ -169,6 +196,17 @@ def run(config: dict[str, Any], job_dir: Path, work: Path) -> dict[str, Any]:
     if loaded.note:
         print(loaded.note, flush=True)
     source, progress = config["source"], Progress(job_dir)
+    model_config = json.loads((model_dir / jobfiles.CONFIG).read_text())
+    task = task_of(model_config)
+    if not task.evaluates_from(source["type"]):
+        raise InferenceError(f"A {task.label.lower()} model is evaluated on a split of its dataset only, "
+                             f"not on new images ({source['type']}).")
+    said = {"snapshot": loaded.snapshot, "note": loaded.note, "source": source["type"], "split": source.get("split")}
+    if source["type"] == "split" and (own := task_report(loaded, model_config, source["split"], progress)):
+        report = {**own.report, **said, "image_size": list(loaded.image_size), "warnings": []}
+        write(work, report, own.rows)
+        write_table(work / CSV, own.table)
+        return report, {**own.summary, "snapshot": loaded.snapshot, "note": loaded.note}
     if source["type"] == "split":
         rows, warnings = split_rows(loaded, model_dir, source["split"], progress), []
     else:
@@ -179,12 +217,11 @@ def run(config: dict[str, Any], job_dir: Path, work: Path) -> dict[str, Any]:
         first = next((row["error"] for row in rows if row["error"]), "")
         raise InferenceError(f"None of the {len(rows)} file(s) could be used as an image. The first: {first}")
     report = page_report(rows, loaded.classes, int(config.get("top_n") or 5))
-    report.update(snapshot=loaded.snapshot, note=loaded.note, warnings=warnings, source=source["type"],
-                  split=source.get("split"))
-    (work / RESULTS).write_text(json.dumps({"rows": rows}, separators=(",", ":")))
-    (work / REPORT).write_text(json.dumps(eventlog.finite(report), separators=(",", ":")))
+    report.update(**said, warnings=warnings)
+    write(work, report, rows)
     write_csv(work / CSV, rows, loaded.classes)
-    return report
+    return report, {key: report[key] for key in ("count", "classified", "unreadable", "labelled", "top1", "top5",
+                                                  "snapshot", "note")}
 
 
 def main(config_path: str) -> int:
@@ -192,11 +229,9 @@ def main(config_path: str) -> int:
     hostmemory.keep_freed_memory()
     try:
         with building(job_dir / OUTPUT) as work:
-            report = run(config, job_dir, work)
+            _, summary = run(config, job_dir, work)
     except (InferenceError, ListError, ArchiveError) as exc:
         return failed(job_dir, str(exc))
-    summary = {key: report[key] for key in ("count", "classified", "unreadable", "labelled", "top1", "top5",
-                                            "snapshot", "note")}
     return finished(job_dir, summary, str(summary))
 
 

@@ -36,6 +36,10 @@ NETWORK_SOURCES = ("standard", "layers", "python", "previous", "pretrained")
 # A run's params an option is "off" with: a task that refuses an option
 # refuses it with any other value.
 OFF_VALUES = (None, 0, 0.0, "", "none", False)
+# What the evaluation job (``EVALUATE``) can run a model over: a split of
+# its dataset (Evaluate, Compare), or new labelled images in a list, a
+# server folder or an archive (Classify many).
+EVALUATION_SOURCES = ("split", "list", "folder", "archive")
 
 def component_series(name: str) -> str:
     """The chart series of the loss's part ``name``."""
@@ -92,6 +96,10 @@ class Task:
     # The web features that can use a model of this task (names from
     # ``uses``): a task offers none it does not name.
     model_uses: frozenset[str] = frozenset()
+    # Where the evaluation job takes its models' images from
+    # (``EVALUATION_SOURCES``): a task whose report is its own may take
+    # only the splits of the model's dataset, and then offers no Classify many.
+    evaluation_sources: tuple[str, ...] = EVALUATION_SOURCES
     # The standard networks its models can be (``trainer.catalog``), in the
     # New model form's order.
     networks: Mapping[str, NetworkInfo] = dataclasses.field(default_factory=dict)
@@ -125,6 +133,8 @@ class Task:
             raise ValueError(f"The task “{self.name}” names no metric: its runs would have nothing to compare.")
         if unknown := set(self.network_sources) - set(NETWORK_SOURCES):
             raise ValueError(f"The task “{self.name}” names unknown network sources ({', '.join(sorted(unknown))}).")
+        if unknown := set(self.evaluation_sources) - set(EVALUATION_SOURCES):
+            raise ValueError(f"The task “{self.name}” names unknown evaluation sources ({', '.join(sorted(unknown))}).")
         if unknown := self.model_uses - uses.USES:
             raise ValueError(f"The task “{self.name}” names unknown uses ({', '.join(sorted(unknown))}): "
                              f"the uses are {', '.join(sorted(uses.USES))}.")
@@ -148,6 +158,10 @@ class Task:
         """The options the New model page hides for this task: those it
         refuses outright (of the flips, it shows those it takes)."""
         return [name for name in self.refused_options if name != "flip"]
+
+    def evaluates_from(self, source: str) -> bool:
+        """Whether the evaluation job takes a model of this task over ``source`` (``EVALUATION_SOURCES``)."""
+        return self.offers(uses.EVALUATE) and source in self.evaluation_sources
 
     def offers(self, use: str) -> bool:
         """Whether a model of this task can be used for ``use`` (a name from

@@ -17,6 +17,11 @@ flips alone: the others would move the pixels without the boxes (crops,
 translation, rotation, zoom) or are classification's (test-time
 augmentation averages logits; label smoothing). They are not compiled
 (``COMPILE``).
+
+
+Its models can be evaluated on a split of their dataset, with a report of
+its own (``detection_report``: mAP, per-class AP and precision–recall
+curves, false positives, missed boxes, images worst first).
 """
 
 from trainer.catalog import DETECTION_NETWORKS
@@ -43,11 +48,15 @@ TASK = Task("detection", "Object detection", metrics=(
     Metric("recall", f"recall (score ≥ {SCORE_THRESHOLD:g})"),
 ), metrics_title="mean average precision", targets=Boxes(), training="trainer.tasks.detection_training",
     plan="trainer.tasks.detection_plan", export="trainer.tasks.detection_export",
-    model_uses=frozenset({uses.DETECT, uses.EXPORT}),
+    model_uses=frozenset({uses.DETECT, uses.EVALUATE, uses.EXPORT}),
     networks=DETECTION_NETWORKS, network_sources=("standard",),
     refused_options={**dict.fromkeys(("flip", "crop", "translate", "rotation", "scale", "noise", "color_jitter", "tta",
                                       "label_smoothing"), AUGMENTATION), "compile": COMPILE},
     flips=("none", "horizontal"),
+    # Its evaluation report is its own (boxes scored by mAP,
+    # ``detection_report``), of a split of the model's dataset: no Classify
+    # many of new images yet.
+    evaluation_sources=("split",),
     # The parts torchvision's detectors give their losses: Faster R-CNN's
     # first four, RetinaNet's, FCOS's and SSD's the others.
     loss_components={

@@ -26,7 +26,7 @@ that did not come through the New model form.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -43,7 +43,9 @@ from trainer.networks import NetworkError
 from trainer.tasks.detection import SCORE_THRESHOLD
 from trainer.tta import Predictor
 
+from . import detection_report
 from .base import Task
+from .training import SplitReport
 
 # The catalogue's names (``catalog.DETECTION_NETWORKS``): torchvision's
 # builder and whether it resizes to a fixed input of its own (SSD).
@@ -139,6 +141,13 @@ def losses_mode(model: torch.nn.Module) -> Iterator[None]:
             model.eval()
 
 
+def mean_average_precision(**options: Any) -> MeanAveragePrecision:
+    """torchmetrics' mAP as this task scores it (faster-coco-eval, boxes as
+    x1, y1, x2, y2 pixels), on the values given to the process that computes it."""
+    return MeanAveragePrecision(box_format="xyxy", iou_type="bbox", backend="faster_coco_eval", sync_on_compute=False,
+                                **options)
+
+
 class Evaluation:
     """The validation loss (the detector's losses on the split, as in
     ``losses_mode``) and mAP. The images' detections and ground truth are kept
@@ -168,13 +177,20 @@ class Evaluation:
             dist.all_gather_object(shares, (found, truth))
             found = [image for share, _ in shares for image in share]
             truth = [image for _, share in shares for image in share]
-        metric = MeanAveragePrecision(box_format="xyxy", iou_type="bbox", backend="faster_coco_eval",
-                                      extended_summary=True, sync_on_compute=False)
+        metric = mean_average_precision(extended_summary=True)
         metric.update(found, truth)
         result = metric.compute()
         precision, recall = at_score(result, SCORE_THRESHOLD)
         return {"loss": loss, "map50": float(result["map_50"]), "map": float(result["map"]), "precision": precision,
                 "recall": recall}
+
+    def detailed(self) -> dict[str, Any]:
+        """This process's images scored with the per-class figures and the
+        precision arrays (torchmetrics' ``class_metrics`` and
+        ``extended_summary``), for the evaluation report of one process."""
+        metric = mean_average_precision(class_metrics=True, extended_summary=True)
+        metric.update(self.found, self.truth)
+        return metric.compute()
 
 
 class Training:
@@ -246,6 +262,11 @@ class Training:
 
     def evaluation(self, device: torch.device) -> Evaluation:
         return Evaluation(self.classes, device)
+
+    def split_report(self, model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]], total: int,
+                     names: list[str], split: str, progress: Callable[[int, int], None]) -> SplitReport:
+        """The evaluation job's report of a split (``detection_report``)."""
+        return detection_report.split_report(self, model, batches, total, names, split, progress)
 
     def describe(self, metrics: dict[str, float]) -> str:
         shown = ", ".join(f"{metric.label} {metrics[metric.field]:.2%}" for metric in self.task.metrics)

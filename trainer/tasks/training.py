@@ -23,7 +23,11 @@ A task's training says:
 - ``backbone_weights(network, model, weights)``, for a task whose networks
   have a backbone (``NetworkInfo.backbone``) alone: a pretrained
   classifier's weights as the tensors of the model's backbone (a job's
-  ``pretrained`` of mode ``backbone``).
+  ``pretrained`` of mode ``backbone``);
+- optionally ``split_report(model, batches, total, names, split, progress)``:
+  the evaluation job's report of a split of the model's dataset (a
+  ``SplitReport``), for a task whose report is its own; without it the
+  job writes classification's (``trainer.inference.report``).
 
 A task that cannot take one of the job's options (an augmentation that
 would move its targets in a way ``follow`` does not) refuses it with a
@@ -34,6 +38,7 @@ error.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
@@ -42,6 +47,19 @@ from trainer.augment import Positions
 from trainer.tta import Predictor
 
 from .base import Task
+
+
+@dataclass
+class SplitReport:
+    """What the evaluation job writes of a task's own report
+    (``trainer.evaluation_files``): ``report`` (report.json), ``rows``
+    (results.json's rows), ``table`` (results.csv, its header first) and
+    ``summary`` (the job's result event)."""
+
+    report: dict[str, Any]
+    rows: list[dict[str, Any]]
+    table: list[list[Any]]
+    summary: dict[str, Any]
 
 
 class Evaluation(Protocol):

@@ -1,11 +1,13 @@
 // An evaluation's report on its job page: the accuracies, the confusion
 // matrix (click a cell for its images), per-class figures, the mistakes by
 // confidence, Top-N per class, and every image's top 5, paged and filtered.
-// It loads when the evaluation's result event arrives (the page's stream
+// A report of boxes (detections) is boxes_report.js's. It loads when the
+// evaluation's result event arrives (the page's stream
 // replays it for a finished one).
 import { plot } from "../js/charts.js";
 import { el, isTerminal, pct } from "../js/format.js";
 import { api, on } from "../js/live.js";
+import { showBoxes, summaryItems } from "./boxes_report.js";
 
 const data = JSON.parse(document.getElementById("evaluation-data").textContent);
 const PAGE_SIZE = 50;
@@ -45,11 +47,14 @@ async function gallery(target, indices) {
   target.replaceChildren(...found.rows.map(figure));
 }
 
-function showSummary() {
+function classificationItems() {
   // The server leaves top-5 out where it says nothing (five classes or fewer).
   const top5 = report.top5 === undefined ? [] : [["Top-5", pct(report.top5)]];
-  const items = [["Top-1", pct(report.top1)], ...top5, ["Images", report.count],
+  return [["Top-1", pct(report.top1)], ...top5, ["Images", report.count],
     ["With a label", report.labelled], ["Unreadable", report.unreadable], ["Snapshot", report.snapshot]];
+}
+
+function showSummary(items) {
   $("evaluation-summary").replaceChildren(...items.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   $("evaluation-warnings").textContent = (report.warnings || []).join(" ");
   $("evaluation-waiting")?.remove();
@@ -166,7 +171,12 @@ async function load() {
   const found = await api("GET", data.report_api);
   if (!found.report || report) return;
   report = found.report;
-  showSummary();
+  if (report.layout === "boxes") {
+    showSummary(summaryItems(report));
+    showBoxes(report, data);
+    return;
+  }
+  showSummary(classificationItems());
   showConfusion();
   showPerClass();
   showMistakes();

@@ -134,12 +134,20 @@ def detection_config(dataset: Path, **overrides) -> dict:
 
 
 def trained_detector(folder: Path, dataset: Path, **overrides) -> Run:
-    """A finished detection job in ``folder`` (config.json, checkpoints, events)."""
+    """A finished detection job in ``folder`` (config.json, checkpoints, events),
+    trained on one thread: two torch threads ran these small detectors up to
+    five times slower than one with the machine's cores busy (a module's
+    fixture then outlasted the suite's 300 s limit)."""
     folder.mkdir(parents=True, exist_ok=True)
     config = detection_config(dataset, **overrides)
     (folder / jobfiles.CONFIG).write_text(json.dumps(config))
-    run = Run(config, folder, CPU)
-    run.train()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        run = Run(config, folder, CPU)
+        run.train()
+    finally:
+        torch.set_num_threads(threads)
     return run
 
 

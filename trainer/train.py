@@ -548,7 +548,7 @@ class Run:
             raise TrainingError(f"The validation loss became {metrics['loss']} at epoch {epoch:.2f}: "
                                 "try a lower learning rate.")
         stopping = config.get("early_stopping") or {}
-        metric = stopping.get("metric") or "val_loss"
+        metric = stopping.get("metric") or task_of(config).best_by
         if metric not in p.last_val:
             raise TrainingError(f"Early stopping watches {metric}, which this task's validation does not "
                                 f"report: choose one of {', '.join(p.last_val)}.")

@@ -219,6 +219,9 @@ def test_a_detector_learns_the_rectangles_reporting_its_loss_components_and_map(
     assert all(0 <= v["precision"] <= 1 and 0 <= v["recall"] <= 1 for v in validations)
     assert validations[-1]["map50"] >= max(LEARNED_MAP50, 2 * validations[0]["map50"]), validations
     assert 0 < validations[-1]["map"] < validations[-1]["map50"]
+    bests = of_kind(folder, kinds.BEST)  # chosen by mAP@0.5, not by the loss
+    assert {best["metric"] for best in bests} == {"val_map50"}
+    assert bests[-1]["value"] == max(v["map50"] for v in validations)
 
 
 def test_a_detector_trains_in_bf16_mixed_precision_as_the_gpu_check_runs_it(tmp_path, boxes):

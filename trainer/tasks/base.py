@@ -111,6 +111,9 @@ class Task:
     # any other refused with the reason given for "flip".
     refused_options: Mapping[str, str] = dataclasses.field(default_factory=dict)
     flips: tuple[str, ...] | None = None
+    # What a run's best snapshot is chosen by when early stopping watches
+    # nothing: "val_loss" (lowest), or a metric's series (highest).
+    best_by: str = "val_loss"
     # The parts of its training loss that runs report (``components`` of a
     # ``train`` event, by the name the network gives each) and charted apart:
     # {name: label as a chart's legend shows it}. A part not named here is

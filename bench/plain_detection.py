@@ -25,9 +25,7 @@ validation mAP@0.5.
 from __future__ import annotations
 
 import json
-import math
 import sys
-import time
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -37,6 +35,8 @@ import torchvision
 from torchmetrics.detection import MeanAveragePrecision
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from plain_train import Clock  # noqa: E402  (the classification baseline's, beside this file)
 
 from trainer import jobfiles  # noqa: E402
 from trainer.hostmemory import keep_freed_memory  # noqa: E402
@@ -94,30 +94,6 @@ def evaluate(model, images, boxes, mean, batch, autocast) -> float:
             metric.update([{k: v.float().cpu() if k != "labels" else v.cpu() for k, v in f.items()} for f in found],
                           [{k: v.cpu() for k, v in t.items()} for t in targets])
     return float(metric.compute()["map_50"])
-
-
-class Clock:
-    """Training time without the first ``warmup`` steps, as the app counts it."""
-
-    def __init__(self, warmup: int, device: torch.device) -> None:
-        self.warmup, self.device = warmup, device
-        self.steps, self.seconds, self.started = 0, 0.0, time.perf_counter()
-
-    def start(self) -> None:
-        self.started = time.perf_counter()
-
-    def step_done(self, loss: float) -> None:
-        if not math.isfinite(loss):
-            raise SystemExit(f"the loss became {loss}")
-        self.steps += 1
-        if self.steps == self.warmup:
-            self.start()
-
-    def stop(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
-        if self.steps > self.warmup:
-            self.seconds += time.perf_counter() - self.started
 
 
 def main(dataset: str, out_dir: str, recipe_json: str) -> None:

@@ -3,22 +3,9 @@
 // boxes scale with the image), each in its class's colour with its name;
 // difficult boxes dashed, ignore regions grey and hatched. The class
 // toggles hide or show a class's boxes on every image.
-import { COLOURS } from "../js/charts.js";
+import { IGNORE_COLOUR, colour, svg } from "../js/boxes.js";
 
-const SVG = "http://www.w3.org/2000/svg";
-const IGNORE_COLOUR = "#6b7280";
 const { classes, width, height, images } = JSON.parse(document.getElementById("drawn-data").textContent);
-
-function colour(index) {
-  return index === null ? IGNORE_COLOUR : COLOURS[index % COLOURS.length];
-}
-
-function svg(name, attributes = {}, ...children) {
-  const node = document.createElementNS(SVG, name);
-  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, value);
-  node.append(...children);
-  return node;
-}
 
 // One hatch pattern per overlay: ids must be unique in the page.
 function hatch(id) {

@@ -5,23 +5,12 @@
 // pixels; the ground truth solid, the detections dashed with their score,
 // a false positive red-captioned), the highest-scoring false positives and
 // the missed boxes.
-import { COLOURS, plot } from "../js/charts.js";
+import { IGNORE_COLOUR, colour, svg } from "../js/boxes.js";
+import { plot } from "../js/charts.js";
 import { el, fixed, pct } from "../js/format.js";
 
-const SVG = "http://www.w3.org/2000/svg";
-const IGNORE_COLOUR = "#6b7280";
 const $ = (id) => document.getElementById(id);
 
-function colour(index) {
-  return index === null ? IGNORE_COLOUR : COLOURS[index % COLOURS.length];
-}
-
-function svg(name, attributes = {}, ...children) {
-  const node = document.createElementNS(SVG, name);
-  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, value);
-  node.append(...children);
-  return node;
-}
 
 export function summaryItems(report) {
   return [["mAP@0.5", pct(report.map50)], ["mAP@0.5:0.95", pct(report.map)], ["Images", report.count],

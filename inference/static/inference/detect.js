@@ -3,26 +3,15 @@
 // pixels, so the boxes scale with it), each in its class's colour with its
 // name and score, and list them in the table. The score slider and the
 // class toggles redraw from the answer kept here, without a new request.
-import { COLOURS } from "../js/charts.js";
+import { colour, svg } from "../js/boxes.js";
 import { el, fixed } from "../js/format.js";
 import { csrfToken } from "../js/live.js";
 
 const data = JSON.parse(document.getElementById("detect-data").textContent);
 const $ = (id) => document.getElementById(id);
-const SVG = "http://www.w3.org/2000/svg";
 let answer = null; // the last answer: {width, height, boxes, ...}
 let picture = null; // the object URL of the image shown
 
-function colour(index) {
-  return COLOURS[index % COLOURS.length];
-}
-
-function svg(name, attributes = {}, ...children) {
-  const node = document.createElementNS(SVG, name);
-  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, value);
-  node.append(...children);
-  return node;
-}
 
 function messages(reply) {
   if (!reply.errors) return reply.error;

@@ -207,8 +207,9 @@ def group_data(owner: str, group: str, points: int = GROUP_POINTS) -> dict[str, 
     if not jobs:
         raise Http404(f"{owner} has no job in the group “{group}”.")
     models = [job for job in jobs if modeljobs.is_model(job)]
-    # The group's runs are compared on the headline metric of its first model's task.
-    headline = task_of(models[0].params if models else {}).headline
+    # The group's runs are compared on the metrics of its first model's task.
+    task = task_of(models[0].params if models else {})
+    headline = task.headline
     rows = []
     for job in jobs:
         row = serialize.job_summary(job)
@@ -229,5 +230,6 @@ def group_data(owner: str, group: str, points: int = GROUP_POINTS) -> dict[str, 
         "api": reverse("api-group", args=[owner, group]),
         "active": any(job.status in ACTIVE for job in jobs),
         "headline": headline.page_data(),
+        "metrics": task.shown_metrics(None),
         "jobs": rows,
     }

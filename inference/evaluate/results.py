@@ -27,7 +27,7 @@ LISTS = ("mistakes",)  # lists of row numbers in the report that the rows API pa
 # ``Training.split_report``) rather than an image's top 5: the rows API
 # does not page them, the downloads give them.
 OWN_ROWS = ("boxes",)
-SUMMARY = ("top1", "top5", "map50", "map", "count", "labelled", "snapshot")
+SUMMARY = ("top1", "top5", "map50", "map", "precision", "recall", "count", "labelled", "snapshot")
 
 
 class BadQuery(Exception):

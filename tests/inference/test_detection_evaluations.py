@@ -25,6 +25,7 @@ from tests.clients import signed_in
 from tests.detectionfiles import built_rectangles, trained_detector
 from tests.evalfiles import imports
 from tests.jobtools import wait_status
+from tests.processes import wait_for
 from trainer import jobfiles
 from trainer.evaluation_files import OUTPUT, REPORT
 
@@ -139,3 +140,25 @@ def test_the_report_page_draws_a_detectors_figures_curves_and_boxes(page, worker
     expect(page.locator("#confusion")).to_be_hidden()
     expect(page.locator("#rows")).to_be_hidden()
     assert page.locator("#download-csv").get_attribute("href").endswith("/download/csv")
+
+
+def test_compare_evaluates_a_groups_detectors_and_shows_their_map(alice, worker, trained):
+    model = detector_job(alice, trained)
+    model.group = "detectors"
+    model.save(update_fields=["group"])
+    client = signed_in(alice)
+    page = client.get(reverse("group", args=[alice.username, "detectors"])).content.decode()
+    assert "<th>mAP@0.5</th><th>mAP@0.5:0.95</th>" in page and "<th>Top-1</th>" not in page
+    response = client.post(reverse("api-compare", args=[alice.username, "detectors"]),
+                           data=json.dumps({"split": "val"}), content_type="application/json")
+    assert response.status_code in (200, 201, 202), response.content
+
+    def rows() -> list[dict]:
+        return client.get(reverse("api-compare", args=[alice.username, "detectors"])).json()["evaluations"]
+
+    wait_for(lambda: rows() and rows()[0]["status"] == Status.DONE, timeout=TIMEOUT, what="the comparison to finish")
+    (row,) = rows()
+    evaluation = Job.objects.get(pk=row["id"])
+    report = json.loads((evaluation.folder / OUTPUT / REPORT).read_text())
+    assert (row["map50"], row["map"]) == (report["map50"], report["map"])
+    assert 0 <= row["precision"] <= 1 and 0 <= row["recall"] <= 1

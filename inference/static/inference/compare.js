@@ -1,17 +1,19 @@
 // Compare on a group page: the evaluations a Compare queued, one row per
-// model and split, filled in as they finish (polled while one is active).
+// model and split, filled in as they finish (polled while one is active),
+// with the metrics of the group's task (its top-1 and top-5, its mAPs…).
 import { el, isTerminal, pct, percent, statusLabel } from "../js/format.js";
 import { api } from "../js/live.js";
 
 const section = document.getElementById("compare");
 const POLL_MS = 3000;
+const metrics = JSON.parse(document.getElementById("compare-metrics").textContent);
 
 function line(row) {
   const status = isTerminal(row.status) ? statusLabel(row.status) : `${statusLabel(row.status)} ${percent(row.progress)}`;
   return el("tr", { dataset: { evaluation: row.id } },
     el("td", {}, row.name), el("td", {}, row.split), el("td", {}, row.snapshot ?? ""),
     el("td", { class: "status" }, status), el("td", {}, row.count ?? ""),
-    el("td", { class: "top1" }, pct(row.top1)), el("td", { class: "top5" }, pct(row.top5)),
+    ...metrics.map((metric) => el("td", { class: metric.field }, pct(row[metric.field]))),
     el("td", {}, el("a", { href: row.url }, "report")));
 }
 

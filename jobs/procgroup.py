@@ -6,6 +6,10 @@ the leader of a process group of its own (the job's group). It exists so that no
 - it asks the kernel for SIGTERM when its parent (the worker) dies;
 - on SIGTERM, from that or from an abort, it passes SIGTERM to the whole
   group, waits GRACE seconds, then SIGKILLs whatever is left;
+- on SIGUSR1 (Kill and restart of a job that stopped responding) it
+  SIGKILLs the group at once: the job's processes are in a group of their
+  own, so a SIGKILL of this supervisor would leave them running, holding
+  their memory and device;
 - when the command ends, it kills any process the command left behind;
 - it exits as the command did, and when a signal it did not send killed the
   command (the out-of-memory killer, say), it dies of that same signal, so
@@ -46,12 +50,17 @@ def main(argv: list[str]) -> int:
     # The handler only notes the time; the loop below acts on it, since a
     # handler must not wait on the child while the main thread polls it.
     stop_requested: list[float] = []
+    kill_requested: list[float] = []
     signal.signal(signal.SIGTERM, lambda signum, frame: stop_requested.append(time.monotonic()))
+    signal.signal(signal.SIGUSR1, lambda signum, frame: kill_requested.append(time.monotonic()))
     _die_with_parent(int(parent_pid))
     child = subprocess.Popen(command, process_group=0)
     term_sent = kill_sent = False
     while (code := child.poll()) is None:
-        if stop_requested and not term_sent:
+        if kill_requested and not kill_sent:
+            _signal_group(child.pid, signal.SIGKILL)
+            kill_sent = True
+        elif stop_requested and not term_sent:
             _signal_group(child.pid, signal.SIGTERM)
             term_sent = True
         elif term_sent and not kill_sent and time.monotonic() - stop_requested[0] >= float(grace):

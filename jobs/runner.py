@@ -310,7 +310,8 @@ def supervise(job: Job, process: subprocess.Popen) -> tuple[int, str]:
                 process.send_signal(signal.SIGTERM)  # the supervisor ends the group
                 abort_sent = True
             elif not killed_for_restart and Job.objects.filter(pk=job.pk, restart_requested=True).exists():
-                os.killpg(process.pid, signal.SIGKILL)  # a stuck process may not heed SIGTERM
+                # A stuck process may not heed SIGTERM: the supervisor SIGKILLs its group at once.
+                process.send_signal(signal.SIGUSR1)
                 killed_for_restart = True
             mark_silent(job, watchdog.limit() if watchdog.silent(now) else None)
         time.sleep(RELAY_POLL_SECONDS)

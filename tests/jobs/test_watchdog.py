@@ -4,6 +4,8 @@ there; one that speaks again is cleared."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from jobs.models import Status
@@ -68,8 +70,20 @@ def test_a_silent_job_is_not_responding_and_kill_and_resume_runs_it_again(client
     job = wait_status(job, Status.DONE, timeout=60)
     ran = [status for status in history(job) if status != Status.WAITING]
     assert ran == [Status.QUEUED, Status.RUNNING, Status.QUEUED, Status.RUNNING, Status.DONE]
+    hung = events_of(job, "started")[0]["data"]["pid"]
+    wait_for(lambda: not alive(hung), timeout=10, what=f"the hung process {hung} to be gone after its restart")
+
     assert "stopped responding and was killed on request" in job.transitions.filter(status=Status.QUEUED).last().message
     assert job.silent_since is None and not job.restart_requested and job.attempt == 2
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead and not yet reaped, does not)."""
+    try:
+        state = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("State:"))
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return "zombie" not in state
 
 
 @pytest.mark.django_db(transaction=True)

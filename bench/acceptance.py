@@ -37,11 +37,9 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
-import httpx
-from launched import CIFAR, Failed, LaunchedApp, cifar_archive
+from launched import CIFAR, Failed, LaunchedApp, Steps, cifar_archive
 
 from trainer import eventkinds
 
@@ -98,18 +96,7 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="digitslike-acceptance-"))
     app = LaunchedApp(folder, "acceptance")
     state: dict = {}
-    failures = 0
-
-    def step(name: str, work: Callable[[], str]) -> bool:
-        nonlocal failures
-        started = time.monotonic()
-        try:
-            verdict, ok = work(), True
-        except (Failed, httpx.HTTPError, OSError, KeyError, ValueError, subprocess.TimeoutExpired) as exc:
-            verdict, ok = f"FAILED: {exc}", False
-            failures += 1
-        print(f"{name:12s} {time.monotonic() - started:7.1f} s  {'ok' if ok else '--'}  {verdict}", flush=True)
-        return ok
+    steps = Steps(12)
 
     def launch() -> str:
         app.wait_up()
@@ -205,13 +192,13 @@ def main() -> int:
         for name, work in (("launch", launch), ("upload", upload), ("train+kill", train),
                            ("uninterrupted", uninterrupted), ("evaluate", evaluate), ("classify", classify),
                            ("export", export)):
-            if not step(name, work):
+            if not steps.run(name, work):
                 break
     finally:
         app.close()
         shutil.rmtree(folder, ignore_errors=True)
-    print(f"{'acceptance':12s} {'passed' if not failures else f'{failures} step(s) failed'}")
-    return failures
+    print(steps.summary())
+    return steps.failures
 
 
 if __name__ == "__main__":

@@ -34,12 +34,10 @@ import tarfile
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import numpy as np
-from launched import CIFAR, Failed, LaunchedApp
+from launched import CIFAR, Failed, LaunchedApp, Steps
 from PIL import Image
 
 from trainer import eventkinds
@@ -123,18 +121,7 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="digitslike-acceptance-detection-"))
     app = LaunchedApp(folder, "acceptance")
     state: dict = {}
-    failures = 0
-
-    def step(name: str, work: Callable[[], str]) -> bool:
-        nonlocal failures
-        started = time.monotonic()
-        try:
-            verdict, ok = work(), True
-        except (Failed, httpx.HTTPError, OSError, KeyError, ValueError, IndexError, subprocess.TimeoutExpired) as exc:
-            verdict, ok = f"FAILED: {exc}", False
-            failures += 1
-        print(f"{name:10s} {time.monotonic() - started:7.1f} s  {'ok' if ok else '--'}  {verdict}", flush=True)
-        return ok
+    steps = Steps(10)
 
     def launch() -> str:
         app.wait_up()
@@ -238,13 +225,13 @@ def main() -> int:
     try:
         for name, work in (("launch", launch), ("upload", upload), ("train", train), ("detect", detect),
                            ("evaluate", evaluate), ("export", export)):
-            if not step(name, work) and name in ("launch", "upload", "train"):
+            if not steps.run(name, work) and name in ("launch", "upload", "train"):
                 break
     finally:
         app.close()
         shutil.rmtree(folder, ignore_errors=True)
-    print(f"{'acceptance':10s} {'passed' if not failures else f'{failures} step(s) failed'}")
-    return failures
+    print(steps.summary())
+    return steps.failures
 
 
 if __name__ == "__main__":

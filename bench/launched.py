@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -28,6 +29,31 @@ PASSWORD = "benchmark-password-1"
 
 class Failed(Exception):
     pass
+
+
+# What a step of an acceptance run may fail with: its verdict, not a crash of the run.
+STEP_ERRORS = (Failed, httpx.HTTPError, OSError, KeyError, ValueError, IndexError, subprocess.TimeoutExpired)
+
+
+class Steps:
+    """An acceptance run's steps: each timed and printed on one line with its
+    verdict (the string it returns) or its failure; ``failures`` counts them."""
+
+    def __init__(self, width: int) -> None:
+        self.width, self.failures = width, 0
+
+    def run(self, name: str, work: Callable[[], str]) -> bool:
+        started = time.monotonic()
+        try:
+            verdict, ok = work(), True
+        except STEP_ERRORS as exc:
+            verdict, ok = f"FAILED: {exc}", False
+            self.failures += 1
+        print(f"{name:{self.width}s} {time.monotonic() - started:7.1f} s  {'ok' if ok else '--'}  {verdict}", flush=True)
+        return ok
+
+    def summary(self) -> str:
+        return f"{'acceptance':{self.width}s} {'passed' if not self.failures else f'{self.failures} step(s) failed'}"
 
 
 class LaunchedApp:

@@ -55,7 +55,7 @@ def loaded(model: torch.nn.Module, mode: str, pad_to: tuple[int, int] | None = N
     size = (48, 64)
     return Loaded(model=model, network={}, classes=CLASSES, channels=3, image_size=size, input_size=size,
                   resize_mode=mode, pad_to=pad_to, normalizer=Normalizer("none", None), snapshot="best.pt",
-                  note=None, device=torch.device("cpu"), task=task)
+                  note=None, device=torch.device("cpu"), task=task, dataset_dir=Path("unused"))
 
 
 def picture(width: int, height: int, box: tuple[int, int, int, int], form: str = "PNG") -> bytes:

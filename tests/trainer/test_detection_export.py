@@ -209,3 +209,31 @@ def test_a_detectors_archive_is_refused_as_pretrained_weights_with_the_reason(ex
     with pytest.raises(InferenceError, match="The archive holds a model of object detection: Starting a new model "
                                              "from its weights is not available for Object detection models."):
         import_pretrained(export / MODEL_ARCHIVE)
+
+
+def flat_pixels(image: torch.Tensor) -> int:
+    """Pixels equal to their lower-right neighbour in every channel: many
+    inside a rectangle of one colour, none in noise."""
+    return int(((image[:, 1:, 1:] - image[:, :-1, :-1]).abs().sum(0) < 1e-6).sum())
+
+
+class FlatSpots(torch.nn.Module):
+    """Stands in for a trained detector that finds nothing in noise: a box
+    for each flat pixel of its image."""
+
+    def forward(self, image: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        count = flat_pixels(image)
+        return torch.zeros(count, 4), torch.ones(count), torch.zeros(count, dtype=torch.long)
+
+
+def test_the_trace_example_is_an_image_the_detector_finds_something_in(detector):
+    """The tracer keeps only the branches its example takes: a trained
+    detector that found nothing in the noise example gave a graph that
+    failed in onnxruntime on every photo (see ``trace_example``)."""
+    from trainer.inference.model import load_model
+    from trainer.tasks.detection_export import trace_example
+
+    loaded = load_model(detector)
+    example = trace_example(loaded, FlatSpots())
+    assert example.shape == (3, *loaded.input_size)
+    assert flat_pixels(example) > 0  # a prepared training image: the noise has no flat pixel

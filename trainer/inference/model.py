@@ -48,7 +48,7 @@ class Loaded:
     snapshot: str
     note: str | None
     device: torch.device
-    task: Task
+    dataset_dir: Path  # the built dataset it learnt from
 
     @property
     def mean_mode(self) -> str:
@@ -140,7 +140,7 @@ def load_model(job_dir: Path | str, snapshot_file: str | None = None, device: to
     return Loaded(model=model.eval().to(device), task=task, network=config["network"], classes=list(info.classes),
                   channels=channels, image_size=(height, width), input_size=input_size,
                   resize_mode=options.get("resize_mode") or DEFAULT_RESIZE_MODE, pad_to=pad_to(options),
-                  normalizer=normalizer, snapshot=path.name, note=note, device=device)
+                  normalizer=normalizer, snapshot=path.name, note=note, device=device, dataset_dir=dataset_dir)
 
 
 def mean_pixels(loaded: Loaded) -> np.ndarray:

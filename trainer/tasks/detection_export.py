@@ -22,7 +22,8 @@ RetinaNet, FCOS and SSD: it traces the detector, whose code takes its
 tracing paths there (image sizes as tensors in its resize, NMS as ONNX's
 ``NonMaxSuppression``, the empty case scripted rather than traced), with
 ``dynamic_axes`` for the height, the width and the number of detections.
-The trace's example image does not shape the graph; opset 17.
+The tracer keeps only the branches its example image takes, so the
+example is one the detector finds something in (``trace_example``); opset 17.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from trainer.data import load_split
 from trainer.export import ARCHIVE_VERSION, first_line, labels_bytes, mean_files, weights_bytes
 from trainer.inference.errors import InferenceError
 from trainer.inference.model import Loaded
@@ -133,10 +136,30 @@ def info(loaded: Loaded) -> dict[str, Any]:
             "max_detections": int(heads.detections_per_img), "model.pt2": NO_PROGRAM}
 
 
+TRACE_IMAGES = 8  # training images tried as the trace's example
+
+
+def trace_example(loaded: Loaded, model: nn.Module) -> torch.Tensor:
+    """The image the exporter traces the detector on: of a noise image and
+    the first training images (prepared as training prepared them), the one
+    the detector finds the most in. The tracer records only the branches
+    its example takes: a trained detector that found nothing in noise (its
+    proposal network kept no box) gave a graph without the reshape of the
+    box head's per-class boxes, which then failed in onnxruntime on every
+    real photo."""
+    candidates = [torch.rand(loaded.channels, *loaded.input_size, generator=torch.Generator().manual_seed(0)) - 0.5]
+    with contextlib.suppress(OSError, ValueError):  # the dataset gone: the noise alone
+        split = load_split(loaded.dataset_dir, "train", TRACE_IMAGES * loaded.channels * math.prod(loaded.image_size))
+        if split is not None:
+            candidates += list(loaded.normalizer.to("cpu")(split.head(TRACE_IMAGES)))
+    with torch.no_grad():
+        return max(candidates, key=lambda image: len(model(image)[0]))
+
+
 def onnx_bytes(loaded: Loaded) -> bytes:
     """The detector as one ONNX file (see the module's docstring), traced on the CPU."""
     model = OneImage(loaded.model.to("cpu")).eval()
-    example = torch.rand(loaded.channels, *loaded.input_size, generator=torch.Generator().manual_seed(0)) - 0.5
+    example = trace_example(loaded, model)
     out = io.BytesIO()
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):

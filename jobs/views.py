@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from trainer import jobfiles
+from trainer.tasks import UnknownTask
 from web.api import ActionError, error, whole_number
 
 from . import bus, eventseek, kinds, resources, serialize, services, sse, streamslots
@@ -89,8 +90,11 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
     }
     kind = kinds.get(job.kind)
     if kind.page_template:
-        context["kind_template"] = kind.page_template
-        context.update(kind.page_context(job) if kind.page_context else {})
+        try:
+            context.update(kind.page_context(job) if kind.page_context else {})
+            context["kind_template"] = kind.page_template
+        except UnknownTask as exc:  # the job is still shown, to be renamed or deleted
+            context["kind_refused"] = str(exc)
     return render(request, "jobs/job.html", context)
 
 

@@ -5,6 +5,7 @@ by side."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from jobs import serialize, services
 from jobs.models import ACTIVE, Job, Status
 from trainer import jobfiles
 from trainer.networks.layerspec import NetworkError, validate_layers
-from trainer.tasks import Metric, task_of
+from trainer.tasks import Metric, Task, UnknownTask, task_of
 from trainer.tasks.uses import PRETRAINED
 from web.api import ActionError
 
@@ -198,6 +199,15 @@ def _run_summary(run: series.Run, points: int, headline: Metric) -> dict[str, An
     }
 
 
+def _compared_task(models: list[Job]) -> Task:
+    """The task a group's runs are compared on: its first model's that this
+    server knows (a model of an unknown task is listed on another's metrics)."""
+    for job in models:
+        with contextlib.suppress(UnknownTask):
+            return task_of(job.params)
+    return task_of({})
+
+
 def group_data(owner: str, group: str, points: int = GROUP_POINTS) -> dict[str, Any]:
     """The jobs of ``owner``'s group (each user's groups are their own), each
     training run with its settings, best metrics and validation curves;
@@ -207,8 +217,7 @@ def group_data(owner: str, group: str, points: int = GROUP_POINTS) -> dict[str, 
     if not jobs:
         raise Http404(f"{owner} has no job in the group “{group}”.")
     models = [job for job in jobs if modeljobs.is_model(job)]
-    # The group's runs are compared on the metrics of its first model's task.
-    task = task_of(models[0].params if models else {})
+    task = _compared_task(models)
     headline = task.headline
     rows = []
     for job in jobs:

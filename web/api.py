@@ -19,6 +19,8 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import csrf, defaults
 
+from trainer.tasks import UnknownTask
+
 API_PREFIX = "/api/"
 # The most characters of one message in an error answer: messages may show a
 # value the user sent (Django's "Select a valid choice. <value> is not one
@@ -136,6 +138,8 @@ def api(*methods: str) -> Callable:
                 return error(bad_request_message(exc.errors), 400, errors=exc.errors)
             except ActionError as exc:
                 return error(exc.message, exc.status)
+            except UnknownTask as exc:
+                return error(str(exc), 409)
             except Http404 as exc:
                 return error(str(exc) or "Not found.", 404)
 

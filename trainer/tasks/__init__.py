@@ -12,18 +12,24 @@ from typing import Any
 from . import classification, detection, uses
 from .base import LOOP_SERIES, Metric, Task
 
-__all__ = ["DEFAULT", "EVERY_SERIES", "TASKS", "Metric", "Task", "task_of", "uses"]
+__all__ = ["DEFAULT", "EVERY_SERIES", "TASKS", "Metric", "Task", "UnknownTask", "task_of", "uses"]
 
 TASKS: dict[str, Task] = {task.name: task for task in (classification.TASK, detection.TASK)}
 DEFAULT = classification.TASK.name
 
 
+class UnknownTask(ValueError):
+    """A job's task is none this server knows: made by another version of
+    the app, or its task withdrawn. Its pages and API answer with the
+    message; the job can still be listed, renamed and deleted."""
+
+
 def task_of(params: Mapping[str, Any]) -> Task:
-    """The task of a job with these parameters; ValueError for a name no
+    """The task of a job with these parameters; UnknownTask for a name no
     task has."""
     name = params.get("task") or DEFAULT
     if name not in TASKS:
-        raise ValueError(f"There is no task “{name}”: the tasks are {', '.join(TASKS)}.")
+        raise UnknownTask(f"There is no task “{name}”: the tasks are {', '.join(TASKS)}.")
     return TASKS[name]
 
 

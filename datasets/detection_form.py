@@ -76,6 +76,7 @@ class DetectionDatasetForm(BuildForm):
 
     title = "New object detection dataset"
     source_template = "datasets/source_detection.html"
+    preview_folder = "folder"
 
     source = forms.ChoiceField(choices=SOURCES, initial="folder")
     folder = forms.CharField(required=False, label="Images and labels",

@@ -25,7 +25,7 @@ from trainer.imageio import ImageError, load_image, resize
 from trainer.tasks import DEFAULT, task_of
 from web.api import error
 from web.files import streamed_asynchronously, streamed_from_writer
-from web.serverfolders import OutsideRoots, allowed, first_file
+from web.serverfolders import OutsideRoots, allowed, first_image
 
 from . import sample, services, taskpages
 from .datasetsettings import applied, public_params
@@ -102,9 +102,9 @@ def preview(request: HttpRequest) -> HttpResponse:
         elif not request.POST.get("folder"):
             return error("Choose an image, or a training folder first.", 400)
         else:
-            source = first_file(allowed(request.POST["folder"]))
+            source = first_image(allowed(request.POST["folder"]))
             if source is None:
-                return error("That folder holds no files to preview.", 400)
+                return error("That folder holds no image to preview.", 400)
         pixels = resize(load_image(source, channels, draft=(width, height), resize_mode=mode), width, height, mode,
                         np.random.default_rng(0))
     except (OutsideRoots, ImageError) as exc:

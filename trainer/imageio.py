@@ -13,11 +13,15 @@ import io
 import os
 import warnings
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 import numpy as np
 from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
 ALLOWED_FORMATS = ("JPEG", "PNG", "BMP", "GIF", "TIFF", "WEBP", "PPM")
+# The names of those formats' files, where a file is told from its name
+# alone (labels beside the images); a file is read by its content.
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"}
 RESIZE_MODES = ("squash", "crop", "fill", "half_crop")
 SCALING_MODES = ("crop", "fill", "half_crop")  # keep the aspect ratio, then crop or fill
 # Bilinear with Pillow's reducing filter support gives smooth downscales at
@@ -28,6 +32,11 @@ TURNED_ORIENTATIONS = (5, 6, 7, 8)  # EXIF orientations that swap width and heig
 
 class ImageError(Exception):
     """Why a file cannot be used; ``str(exc)`` is a short reason shown to users."""
+
+
+def is_image(name: str) -> bool:
+    """Whether a file's name is an image's (``IMAGE_SUFFIXES``)."""
+    return PurePosixPath(name).suffix.lower() in IMAGE_SUFFIXES
 
 
 def load_image(source: str | os.PathLike | bytes, channels: int, draft: tuple[int, int] | None = None,

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from trainer.imageio import is_image
+
 
 class OutsideRoots(Exception):
     pass
@@ -93,15 +95,15 @@ def listing(path: str | None) -> dict:
             "files": sum(1 for e in entries if e.is_file())}
 
 
-def first_file(folder: Path, limit: int = 200) -> Path | None:
-    """Some file below ``folder`` (for the resize preview), looking at no more than ``limit`` entries."""
-    seen = 0
-    for root, dirs, names in os.walk(folder):
+def first_image(folder: Path, directories: int = 50) -> Path | None:
+    """The first image file below ``folder`` by name (for the resize
+    preview), looking in no more than ``directories`` folders; other files
+    (labels beside the images, a detection dataset's) are passed over."""
+    for walked, (root, dirs, names) in enumerate(os.walk(folder)):
+        if walked >= directories:
+            break
         dirs.sort()
         for name in sorted(names):
-            if not name.startswith("."):
+            if not name.startswith(".") and is_image(name):
                 return Path(root) / name
-        seen += len(names) + len(dirs)
-        if seen >= limit:
-            break
     return None

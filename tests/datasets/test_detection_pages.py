@@ -12,6 +12,7 @@ import zipfile
 
 import pytest
 from django.test import Client
+from PIL import Image
 
 from datasets import services
 from datasets.detection_form import DetectionDatasetForm, parse_class_map
@@ -250,3 +251,21 @@ def test_the_class_filter_shows_the_images_with_a_box_of_that_class(client, buil
     drawn = json.loads(page.split('id="drawn-data" type="application/json">')[1].split("</script>")[0])
     assert set(drawn["images"]) == {"0", "1"}, "the images with a person box (not the ignore region)"
     assert "2 image(s)" in page
+
+
+def test_the_resize_preview_shows_the_first_image_of_a_detection_folder_past_its_labels(client, roots):
+    voc = roots / "voc"
+    (voc / "Annotations").mkdir(parents=True)
+    for number in range(300):  # more label files than the preview once looked at
+        (voc / "Annotations" / f"{number:04}.xml").write_text("<annotation/>")
+    (voc / "JPEGImages").mkdir()
+    Image.new("RGB", (8, 4), (0, 0, 255)).save(voc / "JPEGImages" / "0000.png")
+    page = client.get("/datasets/new/?task=detection").content.decode()
+    assert 'id="preview-folder" data-field="folder"' in page
+    answer = client.post("/datasets/preview", {"folder": str(voc), "width": 4, "height": 4, "resize_mode": "squash"})
+    assert answer["Content-Type"] == "image/png", answer.content
+    shown = Image.open(io.BytesIO(answer.content))
+    assert shown.size == (4, 4) and shown.getpixel((2, 2)) == (0, 0, 255)
+    (voc / "JPEGImages" / "0000.png").unlink()
+    nothing = client.post("/datasets/preview", {"folder": str(voc), "width": 4, "height": 4})
+    assert nothing.status_code == 400 and nothing.json()["error"] == "That folder holds no image to preview."

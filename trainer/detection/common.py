@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
 from ..dataset_sources import SourceError
+from ..imageio import is_image
 from .annotations import Annotated, Box, Found, Problem
 from .sourcefiles import MAX_LABEL_BYTES, SourceFiles, TooLarge
 
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"}
 SPLIT_NAMES = {"train": "train", "val": "val", "valid": "val", "validation": "val", "test": "test"}
 
 Folder = tuple[str, ...]  # a folder as its path's parts; () for "the same folder"
@@ -142,10 +142,6 @@ def placement_problem(x1: float, y1: float, x2: float, y2: float, size: tuple[fl
 
 def stem(name: str) -> str:
     return str(PurePosixPath(name).with_suffix(""))
-
-
-def is_image(name: str) -> bool:
-    return PurePosixPath(name).suffix.lower() in IMAGE_SUFFIXES
 
 
 def swap_folder(name: str, old: Folder, new: Folder) -> str | None:

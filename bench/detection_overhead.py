@@ -9,14 +9,18 @@ through ``POST /api/models``; its figures are the job's result (images/s
 after the warm-up batches) and the wall clock from its creation to its end.
 The plain side: ``bench/plain_detection.py``, a loop in the shape of
 torchvision's reference detection script on the dataset the app built,
-started with the environment a job gets. Same detector, batch, solver,
-flips, mean pixel and precision. The sides alternate in pairs, the first
-alternating too; printed are both sides' torch threads, each pair and the
-median of the per-pair ratios with their range. Aim: throughput app/plain
-≥ 0.95.
+started with the environment a job gets, its thread variables too
+(``jobs.cputhreads``). Same detector, batch, solver, flips, mean pixel and
+precision. The sides alternate in pairs, the first alternating too; printed
+are both sides' torch threads, each pair and the median of the per-pair
+ratios with their range. Aim: throughput app/plain ≥ 0.95.
+
+``--control`` runs the plain loop a second time in each pair and prints
+that loop against itself: the spread the machine alone gives the ratio
+(on a 2-core machine, two-thread runs of one seed have differed by 15%).
 
     .venv/bin/python bench/detection_overhead.py [--network fasterrcnn_mobilenet_v3_large_fpn]
-        [--images 640] [--size 64] [--epochs 2] [--batch 8] [--pairs 3] [--precision fp32|bf16]
+        [--images 640] [--size 64] [--epochs 2] [--batch 8] [--pairs 3] [--precision fp32|bf16] [--control]
 """
 
 from __future__ import annotations
@@ -38,10 +42,12 @@ from launched import LaunchedApp
 from stack import ROOT, machine
 from train_overhead import spread, stack_cpu_seconds
 
+from jobs.cputhreads import machine_cores, thread_environment
 from trainer import environment, eventkinds, jobfiles
 from trainer.train import WARMUP_STEPS
 
 LR = 0.003
+CPU_SLOTS = 1  # the launcher's default: one CPU job at a time, with every core
 
 
 def kitti_archive(target: Path, args: argparse.Namespace) -> Path:
@@ -87,6 +93,7 @@ def plain_run(dataset: Path, args: argparse.Namespace) -> dict:
               "precision": args.precision, "warmup_steps": WARMUP_STEPS}
     out = Path(tempfile.mkdtemp(prefix="digitslike-plain-detection-"))
     env = {**environment.allowed(os.environ), "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}  # as a job's
+    env.update(thread_environment(["cpu0"], CPU_SLOTS, machine_cores(), env))
     start = time.perf_counter()
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "plain_detection.py"), str(dataset), str(out),
                            json.dumps(recipe)], capture_output=True, text=True, cwd=out, env=env,
@@ -99,7 +106,7 @@ def plain_run(dataset: Path, args: argparse.Namespace) -> dict:
     return {"rate": result["images_per_s"], "wall": wall, "map50": result["val_map50"], "threads": result["threads"]}
 
 
-def report(args: argparse.Namespace, apps: list[dict], plains: list[dict]) -> None:
+def report(args: argparse.Namespace, apps: list[dict], plains: list[dict], controls: list[dict]) -> None:
     load = os.getloadavg()
     print(f"machine: {machine()}; load average now {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     print(f"{args.network} on {args.images} generated {args.size}x{args.size} images (20% for validation), "
@@ -117,6 +124,9 @@ def report(args: argparse.Namespace, apps: list[dict], plains: list[dict]) -> No
     pairs = list(zip(apps, plains, strict=True))
     print(f"training throughput app/plain: {spread([a['rate'] / p['rate'] for a, p in pairs])} (aim >= 0.95)")
     print(f"wall clock app/plain: {spread([a['wall'] / p['wall'] for a, p in pairs])}")
+    if controls:
+        print(f"the plain loop against itself (throughput, the machine's noise): "
+              f"{spread([c['rate'] / p['rate'] for c, p in zip(controls, plains, strict=True)])}")
 
 
 def main() -> None:
@@ -128,6 +138,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--pairs", type=int, default=3, help="alternated app/plain pairs")
     parser.add_argument("--precision", default="fp32")
+    parser.add_argument("--control", action="store_true", help="run the plain loop twice a pair")
     args = parser.parse_args()
 
     import torch
@@ -139,7 +150,7 @@ def main() -> None:
         app.wait_up()
         app.sign_up()
         dataset = upload(app, args)
-        apps, plains = [], []
+        apps, plains, controls = [], [], []
         for number in range(args.pairs):  # the side that goes first alternates, so drifts hit both alike
             if number % 2:
                 plains.append(plain_run(dataset, args))
@@ -147,7 +158,9 @@ def main() -> None:
             else:
                 apps.append(app_run(app, args))
                 plains.append(plain_run(dataset, args))
-        report(args, apps, plains)
+            if args.control:
+                controls.append(plain_run(dataset, args))
+        report(args, apps, plains, controls)
     finally:
         app.close()
         shutil.rmtree(folder, ignore_errors=True)

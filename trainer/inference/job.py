@@ -68,7 +68,6 @@ BATCH = 64
 PROGRESS_EVERY_SECONDS = 0.5
 DIGITS = 6  # of the probabilities written
 MISTAKES_SHOWN = 500
-SKIPPED_SHOWN = 500  # files left out that a task's own report lists
 
 
 class Progress:
@@ -192,7 +191,7 @@ def task_report(loaded: Loaded, model_config: dict[str, Any], config: dict[str, 
         image_names, skipped = images.names, images.skipped
     own = report_of(loaded.model, batches, total, loaded.classes, image_names, progress,
                     **config.get("report_options") or {})
-    own.report.update(skipped=skipped[:SKIPPED_SHOWN], skipped_total=len(skipped))
+    own.report["skipped"] = skipped
     return own
 
 

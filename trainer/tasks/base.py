@@ -41,10 +41,11 @@ OFF_VALUES = (None, 0, 0.0, "", "none", False)
 # server folder or an archive (Classify many).
 EVALUATION_SOURCES = ("split", "list", "folder", "archive")
 # The evaluation's options only some tasks take (the New evaluation form and
-# the Evaluate form show them for those alone): the score a detection needs
-# to count in the report's precision, recall and lists, and the label format
-# of new images (an import format of the task's datasets).
-EVALUATION_OPTIONS = ("score_threshold", "label_format")
+# the Evaluate form show them for those alone), with their defaults: the
+# score a detection needs to count in the report's precision, recall and
+# lists, and the label format of new images (an import format of the task's
+# datasets, or found from their layout).
+EVALUATION_OPTIONS: dict[str, Any] = {"score_threshold": 0.5, "label_format": "auto"}
 
 def component_series(name: str) -> str:
     """The chart series of the loss's part ``name``."""
@@ -148,7 +149,7 @@ class Task:
             raise ValueError(f"The task “{self.name}” names unknown network sources ({', '.join(sorted(unknown))}).")
         if unknown := set(self.evaluation_sources) - set(EVALUATION_SOURCES):
             raise ValueError(f"The task “{self.name}” names unknown evaluation sources ({', '.join(sorted(unknown))}).")
-        if unknown := set(self.evaluation_options) - set(EVALUATION_OPTIONS):
+        if unknown := set(self.evaluation_options) - EVALUATION_OPTIONS.keys():
             raise ValueError(f"The task “{self.name}” names unknown evaluation options ({', '.join(sorted(unknown))}).")
         if unknown := self.model_uses - uses.USES:
             raise ValueError(f"The task “{self.name}” names unknown uses ({', '.join(sorted(unknown))}): "

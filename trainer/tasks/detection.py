@@ -31,7 +31,7 @@ from trainer.catalog import DETECTION_NETWORKS
 from trainer.detection.targets import Boxes
 
 from . import uses
-from .base import Metric, Task
+from .base import EVALUATION_OPTIONS, Metric, Task
 
 AUGMENTATION = "its only augmentation is a horizontal flip, which moves the boxes with the pixels"
 # Measured: a 3-step CPU run of Faster R-CNN MobileNetV3-FPN at 32 pixels had
@@ -43,7 +43,7 @@ COMPILE = ("torch.compile recompiles a detector at every batch (its proposals ch
 # The score a detection needs for the precision and recall charted while a
 # model trains, and an evaluation's unless its user chooses another (the
 # Detect page's slider chooses its own).
-SCORE_THRESHOLD = 0.5
+SCORE_THRESHOLD: float = EVALUATION_OPTIONS["score_threshold"]
 
 TASK = Task("detection", "Object detection", metrics=(
     Metric("map50", "mAP@0.5"),

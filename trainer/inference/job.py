@@ -217,7 +217,7 @@ def run(config: dict[str, Any], job_dir: Path, work: Path) -> tuple[dict[str, An
     model_config = json.loads((model_dir / jobfiles.CONFIG).read_text())
     task = task_of(model_config)
     if not task.evaluates_from(source["type"]):
-        raise InferenceError(f"A {task.label.lower()} model is not evaluated on images from a {source['type']}.")
+        raise InferenceError(f"{task.label} models are not evaluated on images from a {source['type']}.")
     said = {"snapshot": loaded.snapshot, "note": loaded.note, "source": source["type"], "split": source.get("split")}
     if own := task_report(loaded, model_config, config, work, progress):
         report = {**own.report, **said, "image_size": list(loaded.image_size), "warnings": []}

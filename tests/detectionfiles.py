@@ -115,6 +115,40 @@ def rectangles(root: Path, count: int, seed: int, size: int = SIZE) -> Path:
     return root
 
 
+def rectangle_labels(kitti: Path) -> list[tuple[Path, str, tuple[float, float, float, float]]]:
+    """Each image of a ``rectangles`` folder with its class and box, read back from its KITTI line."""
+    found = []
+    for label in sorted((kitti / "label_2").glob("*.txt")):
+        words = label.read_text().split()
+        found.append((kitti / "image_2" / f"{label.stem}.png", words[0], tuple(float(w) for w in words[4:8])))
+    return found
+
+
+def voc_folder(kitti: Path, out: Path) -> Path:
+    """The ``rectangles`` of ``kitti`` as Pascal VOC: ``JPEGImages`` (PNGs) and ``Annotations`` (VOC counts
+    pixels from 1, both ends included)."""
+    (out / "JPEGImages").mkdir(parents=True)
+    (out / "Annotations").mkdir()
+    for image, name, (x1, y1, x2, y2) in rectangle_labels(kitti):
+        shutil.copy(image, out / "JPEGImages" / image.name)
+        (out / "Annotations" / f"{image.stem}.xml").write_text(
+            f"<annotation><filename>{image.name}</filename><size><width>{SIZE}</width><height>{SIZE}</height>"
+            f"<depth>3</depth></size><object><name>{name}</name><difficult>0</difficult><bndbox><xmin>{x1 + 1:g}</xmin>"
+            f"<ymin>{y1 + 1:g}</ymin><xmax>{x2:g}</xmax><ymax>{y2:g}</ymax></bndbox></object></annotation>")
+    return out
+
+
+def yolo_files(kitti: Path, classes: list[str]) -> dict[str, bytes]:
+    """The ``rectangles`` of ``kitti`` as YOLO files by name: ``images``, ``labels`` (fractions of the
+    image) and ``classes.txt`` naming ``classes``."""
+    files = {"classes.txt": "\n".join(classes).encode()}
+    for image, name, (x1, y1, x2, y2) in rectangle_labels(kitti):
+        files[f"images/{image.name}"] = image.read_bytes()
+        files[f"labels/{image.stem}.txt"] = (f"{classes.index(name)} {(x1 + x2) / 2 / SIZE:.6f} {(y1 + y2) / 2 / SIZE:.6f} "
+                                             f"{(x2 - x1) / SIZE:.6f} {(y2 - y1) / SIZE:.6f}\n").encode()
+    return files
+
+
 def built_rectangles(root: Path, count: int = 128, seed: int = 5, size: int = SIZE, **options) -> Path:
     """The dataset folder the build makes of ``rectangles`` (a quarter for
     validation), size×size; ``options`` change ``BUILD_CONFIG``'s."""

@@ -179,17 +179,23 @@ def load_split(dataset_dir: Path | str, split: str, budget_bytes: int,
     Encoded images are decoded by ``processes`` processes (default: one per
     core this process may use)."""
     info = DatasetInfo.load(dataset_dir)
-    store = SplitReader(info.path, split, info.encoding, info.image_shape, info.task.targets)
+    return load_store(SplitReader(info.path, split, info.encoding, info.image_shape, info.task.targets), budget_bytes,
+                      processes)
+
+
+def load_store(store: SplitReader, budget_bytes: int, processes: int | None = None) -> SplitData | StreamingSplit | None:
+    """``load_split`` of any store's split, a dataset's or one an evaluation
+    wrote of new images (``trainer.inference.job``)."""
     reader = BatchReader(store)
     count = len(reader.targets)
     if not count:
         return None
-    if count * math.prod(info.image_shape) > budget_bytes:
+    if count * math.prod(store.shape) > budget_bytes:
         return StreamingSplit(reader, min(STREAMING_WORKERS, _cpus()))
     if store.index is None:
         images = _read_raw(store.path)
     else:
-        images = _decode_all(store.path, store.index, info.image_shape, processes or _cpus())
+        images = _decode_all(store.path, store.index, store.shape, processes or _cpus())
     return SplitData(torch.from_numpy(images), torch.from_numpy(reader.targets))
 
 

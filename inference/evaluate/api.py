@@ -34,7 +34,8 @@ def evaluate(request: HttpRequest, model_id: int) -> JsonResponse:
     model = trained.model_or_404(model_id)
     form = _split_form(request)
     try:
-        job = services.evaluate(request.user, model, form.cleaned_data["split"], form.cleaned_data["snapshot"])
+        job = services.evaluate(request.user, model, form.cleaned_data["split"], form.cleaned_data["snapshot"],
+                                form.cleaned_data["score_threshold"])
     except trained.Unusable as exc:
         raise BadRequest({exc.field: [str(exc)]}) from None
     return _created(job)

@@ -11,21 +11,41 @@ from django import forms
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import UploadedFile
 
+from datasets.detection_form import LABEL_FORMATS
 from jobs import uploadfiles
 from jobs.forms import DevicesField, JobFieldsForm
 from jobs.models import Job
 from trainer.archives import ArchiveError, archive_kind
 from trainer.imagelists import ListError, parse_list
+from trainer.tasks import TASKS, task_of
+from trainer.tasks.base import EVALUATION_OPTIONS
 from web.serverfolders import OutsideRoots, allowed, roots
 
 from .. import trained
 from . import services
+
+# What the folder and archive fields say of labels, each task's words
+# (``Task.labelled_files``); the page's script keeps the chosen model's.
+FILES_HELP = " ".join(f"{task.label}: {task.labelled_files}." for task in TASKS.values()
+                      if task.evaluates_from("folder") or task.evaluates_from("archive"))
 
 SOURCES = [("split", "A split of the model's dataset"), ("list", "A text list (path [label] a line)"),
            ("folder", "A folder on the server"), ("archive", "Upload an archive (zip, tar, tar.gz)")]
 SPLIT_CHOICES = list(services.SPLITS.items())
 MAX_LIST_BYTES = 64 * 2**20
 LIST_FILE = "upload/list.txt"
+THRESHOLD_WRONG = "The score threshold is a number from 0 to 1."
+
+
+def score_threshold_field() -> forms.FloatField:
+    """The score threshold of a task that takes one (``Task.evaluation_options``);
+    left out, its default."""
+    return forms.FloatField(required=False, min_value=0, max_value=1,
+                            initial=EVALUATION_OPTIONS["score_threshold"], label="Score threshold",
+                            help_text="Detections scoring at least this count in the precision, the recall, the "
+                                      "false positives and the missed boxes (mAP takes every score).",
+                            error_messages={"invalid": THRESHOLD_WRONG, "min_value": THRESHOLD_WRONG,
+                                            "max_value": THRESHOLD_WRONG})
 
 
 class SplitForm(forms.Form):
@@ -33,6 +53,7 @@ class SplitForm(forms.Form):
 
     split = forms.ChoiceField(choices=SPLIT_CHOICES, initial="val")
     snapshot = forms.CharField(required=False, max_length=200, help_text="Empty: the best one.")
+    score_threshold = score_threshold_field()
 
 
 class EvaluationForm(JobFieldsForm, DevicesField):
@@ -45,16 +66,21 @@ class EvaluationForm(JobFieldsForm, DevicesField):
                                 help_text="One image a line: its path, then optionally its class (name or number).")
     list_file = forms.FileField(required=False, label="…or upload the list")
     prefix = forms.CharField(required=False, label="Image folder", help_text="For relative paths in the list.")
-    folder = forms.CharField(required=False, label="Folder on the server",
-                             help_text="Subfolders named after classes give the images their labels.")
-    archive = forms.FileField(required=False, help_text="Subfolders named after classes give the labels.")
+    folder = forms.CharField(required=False, label="Folder on the server", help_text=FILES_HELP)
+    archive = forms.FileField(required=False, help_text=FILES_HELP)
+    label_format = forms.ChoiceField(
+        choices=[(name, label) for name, (label, _) in LABEL_FORMATS.items()], required=False,
+        initial=EVALUATION_OPTIONS["label_format"], help_text="How a detector's folder or archive gives its boxes.",
+        error_messages={"invalid_choice": f"“%(value)s” is not a label format: the formats are "
+                                          f"{', '.join(LABEL_FORMATS)}."})
     top_n = forms.IntegerField(min_value=1, max_value=100, initial=services.TOP_N, label="Top-N",
                                help_text="Images per class in the Top-N lists.")
+    score_threshold = score_threshold_field()
 
     # What to classify comes first and the device last (the base forms'
     # fields would come first, the device before all on a machine without GPUs).
     field_order = ["model", "snapshot", "source", "split", "list_text", "list_file", "prefix", "folder", "archive",
-                   "top_n", "name", "group", "notes"]
+                   "label_format", "top_n", "score_threshold", "name", "group", "notes"]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -134,11 +160,13 @@ class EvaluationForm(JobFieldsForm, DevicesField):
         data = self.cleaned_data
         if data["source"] == "split":
             return {"type": "split", "split": data["split"]}
-        if data["source"] == "folder":
-            return {"type": "folder", "path": data["folder"]}
         if data["source"] == "list":
             return {"type": "list", "path": "", "prefix": data["prefix"]}
-        return {"type": "archive", "path": ""}
+        source = {"type": "folder", "path": data["folder"]} if data["source"] == "folder" else \
+            {"type": "archive", "path": ""}
+        if task_of(data["model_job"].params).takes_evaluation_option("label_format"):
+            source["label_format"] = data["label_format"] or EVALUATION_OPTIONS["label_format"]
+        return source
 
     def submit(self, owner: User) -> Job:
         data = self.cleaned_data
@@ -150,4 +178,5 @@ class EvaluationForm(JobFieldsForm, DevicesField):
 
         return services.submit(owner, data["model_job"], source, name=data["name"], snapshot=data["snapshot"],
                                top_n=data["top_n"], resources=self.resources(), group=data["group"],
-                               notes=data["notes"], prepare=None if source["type"] in ("split", "folder") else store_input)
+                               notes=data["notes"], prepare=None if source["type"] in ("split", "folder") else store_input,
+                               report_options=services.report_options(data["model_job"], data["score_threshold"]))

@@ -3,21 +3,32 @@ classify many, reports and their rows, and Compare."""
 
 from typing import Any
 
+from datasets.detection_form import LABEL_FORMATS
+from trainer.tasks.base import EVALUATION_OPTIONS
 from web.apischema import GROUP, GROUP_OWNER, JOB_ID, MODEL_ID, body, json_answer, operation, ref
 
+SCORE_THRESHOLD = {"type": "number", "minimum": 0, "maximum": 1, "default": EVALUATION_OPTIONS["score_threshold"],
+                   "description": "for a model whose task takes one (a detector): the score a detection needs to "
+                                  "count in the precision, the recall, the false positives and the missed boxes"}
 EVAL_SPLIT = {"type": "object", "properties": {
     "split": {"enum": ["val", "test"], "default": "val"},
-    "snapshot": {"type": "string", "description": "a snapshot file of the model, e.g. epoch-3.pt; empty: the best"}}}
+    "snapshot": {"type": "string", "description": "a snapshot file of the model, e.g. epoch-3.pt; empty: the best"},
+    "score_threshold": SCORE_THRESHOLD}}
 EVAL_CREATED = json_answer({"allOf": [ref("Job"), {"type": "object", "properties": {"note": {
     "type": "string", "description": "what to know, e.g. that the model is still training and its newest "
                                      "snapshot is used"}}}]}, "Created and queued")
 NEW_EVALUATION = {"type": "object", "required": ["model", "source"], "properties": {
     "model": {"type": "integer", "description": "a training job"}, "snapshot": EVAL_SPLIT["properties"]["snapshot"],
-    "source": {"enum": ["split", "list", "folder", "archive"]}, "split": EVAL_SPLIT["properties"]["split"],
+    "source": {"enum": ["split", "list", "folder", "archive"], "description": "those the model's task takes: a "
+               "detector's are split, folder and archive"}, "split": EVAL_SPLIT["properties"]["split"],
     "list_text": {"type": "string", "description": "`path [label]` a line; the label a class name or number"},
     "prefix": {"type": "string", "description": "a server folder for the list's relative paths"},
     "folder": {"type": "string", "description": "a server folder below DATASET_ROOTS; subfolders named after "
-                                                "classes give the labels"},
+                                                "classes give the labels (a detector's: images with their boxes in "
+                                                "KITTI, Pascal VOC, COCO or YOLO layout)"},
+    "label_format": {"enum": list(LABEL_FORMATS), "default": EVALUATION_OPTIONS["label_format"],
+                     "description": "a detector's folder or archive: its labels' format, or auto"},
+    "score_threshold": SCORE_THRESHOLD,
     "top_n": {"type": "integer", "minimum": 1, "maximum": 100, "default": 5},
     "name": {"type": "string"}, "group": {"type": "string"}, "notes": {"type": "string"},
     "device": {"enum": ["cpu", "gpu"]}}}
@@ -32,7 +43,8 @@ EVAL_REPORT = {"type": "object", "properties": {
                "score_threshold, loss, map50, map, per_class {class: {boxes, detections, ap50, ap}}, pr_curves "
                "{recall (101 points), precision {class: [101 values] or null}}, false_positives and missed "
                "[{index, name, class, box (, score)}] with their totals, worst [{index, name, misses, false_positives, "
-               "truth, detections}] with worst_total, snapshot, warnings"}}}
+               "truth, detections}] with worst_total, skipped [{file, line, reason}] (new images' files and lines left out), "
+               "snapshot, warnings"}}}
 EVAL_ROWS_QUERY = [{"name": name, "in": "query", "schema": schema, "description": text} for name, schema, text in (
     ("label", {"type": "integer"}, "true class index"), ("predicted", {"type": "integer"}, "top-1 class index"),
     ("outcome", {"enum": ["correct", "wrong", "unlabelled", "unreadable"]}, ""),

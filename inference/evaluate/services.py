@@ -1,7 +1,7 @@
 """Creating evaluations: one model on a split of its dataset (the Evaluate
-button), on files (a list, a server folder, an archive: the form), or every
-model of a group on the same split (Compare); and what they check of a
-model first."""
+button), on files (a list, a server folder, an archive: the form, as the
+model's task takes them), or every model of a group on the same split
+(Compare); and what they check of a model first."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from jobs.models import ACTIVE, Job
 from jobs.permissions import network_refusal
 from trainer import jobfiles
 from trainer.tasks import task_of
+from trainer.tasks.base import EVALUATION_OPTIONS
 from trainer.tasks.uses import EVALUATE
 from training.modeljobs import models, offers, unavailable
 from web.serverfolders import roots
@@ -52,18 +53,38 @@ def check(model: Job, snapshot: str) -> str:
     return ""
 
 
+FILE_SOURCES = ("list", "folder", "archive")
+# Each source as a refusal names it.
+SOURCE_NAMES = {"split": "a split of their dataset", "list": "a text list", "folder": "a folder on the server",
+                "archive": "an uploaded archive"}
+
+
 def takes_files(model: Job) -> bool:
-    """Whether the model's task evaluates new images (Classify many: a list,
-    a folder, an archive) beside its dataset's splits (``Task.evaluation_sources``)."""
-    return offers(model, EVALUATE) and task_of(model.params).evaluates_from("list")
+    """Whether the model's task evaluates new images (a list, a folder or an
+    archive) beside its dataset's splits (``Task.evaluation_sources``)."""
+    task = task_of(model.params)
+    return offers(model, EVALUATE) and any(task.evaluates_from(source) for source in FILE_SOURCES)
 
 
 def check_source(model: Job, source: str) -> None:
-    """Refuse a source the model's task does not evaluate from; ``check`` first."""
+    """Refuse a source the model's task does not evaluate from, saying what
+    it takes; ``check`` first."""
     task = task_of(model.params)
     if not task.evaluates_from(source):
-        raise trained.Unusable(f"Classify many is not available for {task.label} models: evaluate them on the "
-                               "validation or the test split of their dataset.", "source")
+        taken = [SOURCE_NAMES[name] for name in task.evaluation_sources]
+        files = f" of {task.labelled_files}" if any(name in FILE_SOURCES for name in task.evaluation_sources) else ""
+        listed = taken[0] if len(taken) == 1 else f"{', '.join(taken[:-1])} or {taken[-1]}"
+        raise trained.Unusable(f"{task.label} models are not evaluated on {SOURCE_NAMES[source]}: they take "
+                               f"{listed}{files}.", "source")
+
+
+def report_options(model: Job, score_threshold: float | None) -> dict[str, Any]:
+    """The job's ``report_options``: the score threshold, for a task that
+    takes one (its default when None)."""
+    task = task_of(model.params)
+    if not task.takes_evaluation_option("score_threshold"):
+        return {}
+    return {"score_threshold": EVALUATION_OPTIONS["score_threshold"] if score_threshold is None else score_threshold}
 
 
 def check_split(model: Job, split: str) -> None:
@@ -99,10 +120,11 @@ def submit(owner: User, model: Job, source: dict[str, Any], *, name: str = "", s
                            resources or resources_like(model), group=group, notes=notes, prepare=prepare)
 
 
-def evaluate(owner: User, model: Job, split: str, snapshot: str = "") -> Job:
-    """The Evaluate button: the model's best snapshot on its validation or test split."""
+def evaluate(owner: User, model: Job, split: str, snapshot: str = "", score_threshold: float | None = None) -> Job:
+    """The Evaluate button: the model's best snapshot on its validation or
+    test split (at ``score_threshold``, for a task that takes one)."""
     return submit(owner, model, {"type": "split", "split": split}, snapshot=snapshot,
-                  name=f"{model.name}: {SPLITS[split]}")
+                  name=f"{model.name}: {SPLITS[split]}", report_options=report_options(model, score_threshold))
 
 
 def group_models(group_owner: str, group: str) -> QuerySet[Job]:
@@ -123,7 +145,8 @@ def compare(owner: User, group_owner: str, group: str, split: str) -> tuple[list
                 continue
             try:
                 queued.append(submit(owner, model, {"type": "split", "split": split},
-                                     name=f"{model.name}: {SPLITS[split]}", compare=group))
+                                     name=f"{model.name}: {SPLITS[split]}", compare=group,
+                                     report_options=report_options(model, None)))
             except trained.Unusable as exc:
                 skipped.append(f"{model.name}: {exc}")
     if not queued and not skipped:

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 
 from jobs.models import Job
 from trainer.evaluation_files import CSV, REPORT, RESULTS
+from trainer.tasks import task_of
 from trainer.tasks.uses import EVALUATE
 from training.modeljobs import models, models_offering
 from web.files import streamed_asynchronously
@@ -35,14 +36,27 @@ def evaluation_or_404(job_id: int) -> Job:
 def new_evaluation(request: HttpRequest) -> HttpResponse:
     initial = {"model": request.GET.get("model"), "source": "list"}
     form = EvaluationForm(request.POST or None, request.FILES or None, initial=initial)
+    choices = list(models_offering(EVALUATE).order_by("-created_at"))
     form.fields["model"].widget = forms.Select(choices=[("", "Choose a model")] + [
-        (model.pk, f"#{model.pk} {model.name}") for model in models_offering(EVALUATE).order_by("-created_at")])
+        (model.pk, f"#{model.pk} {model.name}") for model in choices])
     if request.method == "POST" and form.is_valid():
         try:
             return redirect("job", form.submit(request.user).pk)
         except trained.Unusable as exc:  # the model changed since the form looked
             form.add_error(exc.field, str(exc))
-    return render(request, "inference/new.html", {"form": form})
+    return render(request, "inference/new.html", {"form": form, "model_tasks": model_tasks(choices)})
+
+
+def model_tasks(choices: list[Job]) -> dict[int, dict[str, Any]]:
+    """What the New evaluation page's script shows for each model it lists,
+    from its task's registration: the sources and options it takes and how
+    its folders and archives give their labels."""
+    shown = {}
+    for model in choices:
+        task = task_of(model.params)
+        shown[model.pk] = {"sources": list(task.evaluation_sources), "options": list(task.evaluation_options),
+                           "labelled_files": task.labelled_files}
+    return shown
 
 
 @login_required
@@ -51,10 +65,12 @@ def evaluate(request: HttpRequest, model_id: int) -> HttpResponse:
     model = trained.model_or_404(model_id)
     form = SplitForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Choose the validation or the test split.")
+        for errors in form.errors.values():
+            messages.error(request, " ".join(errors))
         return redirect("job", model.pk)
     try:
-        job = services.evaluate(request.user, model, form.cleaned_data["split"], form.cleaned_data["snapshot"])
+        job = services.evaluate(request.user, model, form.cleaned_data["split"], form.cleaned_data["snapshot"],
+                                form.cleaned_data["score_threshold"])
     except trained.Unusable as exc:
         messages.error(request, str(exc))
         return redirect("job", model.pk)

@@ -5,8 +5,9 @@ model's task does not offer it, the sentence saying so
 - ``{% one_image_action job %}``: Classify an image, for a model that
   classifies, or Detect objects in an image, for one that detects; for a
   model that does neither, why it cannot classify;
-- ``{% evaluate_actions job %}``: Evaluate on a split, and Classify many
-  where its task evaluates new images;
+- ``{% evaluate_actions job %}``: Evaluate on a split (at a score
+  threshold, where its task takes one), and Classify many where its task
+  evaluates new images;
 - ``{% snapshot_actions job %}``: "Download model archive" and "Make
   pretrained model" for the snapshot chosen beside them.
 
@@ -18,9 +19,11 @@ from typing import Any
 
 from django import template
 
+from inference.evaluate.forms import SplitForm
 from inference.evaluate.services import takes_files
 from jobs.models import Job
 from trainer import jobfiles
+from trainer.tasks import task_of
 from trainer.tasks.uses import CLASSIFY, DETECT, EVALUATE, EXPORT, PRETRAINED
 from training.modeljobs import offers, unavailable
 
@@ -36,7 +39,8 @@ def one_image_action(job: Job) -> dict[str, Any]:
 
 @register.inclusion_tag("inference/evaluate_button.html")
 def evaluate_actions(job: Job) -> dict[str, Any]:
-    return {"job": job, "unavailable": unavailable(job, EVALUATE), "classify_many": takes_files(job)}
+    return {"job": job, "unavailable": unavailable(job, EVALUATE), "classify_many": takes_files(job),
+            "score_threshold": task_of(job.params).takes_evaluation_option("score_threshold") and SplitForm()["score_threshold"]}
 
 
 @register.inclusion_tag("inference/snapshot_actions.html")

@@ -1,8 +1,8 @@
 """Evaluate for a detector, through the web and a real worker: a Faster
 R-CNN trained one epoch on the rectangles, evaluated on its validation
 split (its report, downloads and images as the API and the page give
-them, and a real browser on its page), and Classify many refused for it
-before anything is created."""
+them, and a real browser on its page), and Compare. New images:
+``test_detection_file_evaluations``."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from jobs.models import Job, Status
 from tests.browser import needs_chromium, sign_up
 from tests.clients import signed_in
 from tests.detectionfiles import built_rectangles, trained_detector
-from tests.evalfiles import imports
 from tests.jobtools import wait_status
 from tests.processes import wait_for
 from trainer import jobfiles
@@ -65,7 +64,7 @@ def test_a_detector_evaluated_on_its_validation_split(alice, worker, trained):
     model = detector_job(alice, trained)
     client = signed_in(alice)
     page = client.get(reverse("job", args=[model.pk])).content.decode()
-    assert 'id="evaluate"' in page and 'id="classify-many"' not in page
+    assert 'id="evaluate"' in page and 'id="classify-many"' in page
     response = client.post(f"/api/models/{model.pk}/evaluate", data=json.dumps({"split": "val"}),
                            content_type="application/json")
     assert response.status_code == 201, response.content
@@ -91,25 +90,6 @@ def test_a_detector_evaluated_on_its_validation_split(alice, worker, trained):
     section = client.get(reverse("job", args=[job.pk])).content.decode()
     assert 'id="pr-curves"' in section and 'id="worst-images"' in section
     assert str(model.folder) not in json.dumps(report)
-
-
-def test_classify_many_is_refused_for_a_detector_with_the_reason(alice, trained):
-    model = detector_job(alice, trained)
-    client = signed_in(alice)
-    folder = imports() / "rectangles"
-    folder.mkdir(parents=True)
-    before = Job.objects.filter(kind="evaluation").count()
-    for body in ({"source": "list", "list_text": f"{folder}/a.png Car\n"}, {"source": "folder", "folder": str(folder)}):
-        response = client.post("/api/evaluations", data=json.dumps({"model": model.pk, **body}),
-                               content_type="application/json")
-        assert response.status_code == 400, response.content
-        assert [error["message"] for error in response.json()["errors"]["source"]] == [
-            "Classify many is not available for Object detection models: evaluate them on the validation or the "
-            "test split of their dataset."]
-    page = client.post(reverse("new-evaluation"), {"model": model.pk, "source": "folder", "folder": str(folder),
-                                                   "top_n": 5})
-    assert page.status_code == 200 and "Classify many is not available for Object detection models" in page.content.decode()
-    assert Job.objects.filter(kind="evaluation").count() == before
 
 
 @needs_chromium

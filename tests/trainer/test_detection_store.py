@@ -198,7 +198,10 @@ def test_the_detection_task_heads_with_map50_and_trains_detectors_alone():
     assert isinstance(task.targets, Boxes) and task.model_uses == {tasks.uses.DETECT, tasks.uses.EVALUATE, tasks.uses.EXPORT}
     assert tasks.TASKS["detection"] is task and task.trains and task.network_sources == ("standard",)
     assert "lenet" not in task.networks and "fasterrcnn_mobilenet_v3_large_fpn" in task.networks
-    assert task.evaluation_sources == ("split",)
+    assert task.evaluation_sources == ("split", "folder", "archive")
     assert tasks.task_of({}).trains
     classification = tasks.task_of({})
+    assert task.takes_evaluation_option("score_threshold") and not classification.takes_evaluation_option("score_threshold")
+    with pytest.raises(ValueError, match="Unknown evaluation option"):
+        task.takes_evaluation_option("threshold")
     assert not {m.field for m in task.metrics} & {m.field for m in classification.metrics}

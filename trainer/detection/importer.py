@@ -58,6 +58,18 @@ def guess_format(files: SourceFiles) -> str | None:
     return None
 
 
+def chosen_format(files: SourceFiles, chosen: str) -> str:
+    """The format named (a key of FORMATS), or for "auto" the one the layout
+    shows; SourceError when it shows none."""
+    if chosen != "auto":
+        return chosen
+    guessed = guess_format(files)
+    if guessed is None:
+        raise SourceError("The label format could not be told from the source's layout; choose it: "
+                          + "; ".join(f.label for f in FORMATS.values()) + ".")
+    return guessed
+
+
 def _by_columns(files: SourceFiles, labels: list[str]) -> str | None:
     for name in labels:
         try:

@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 
-from trainer.data import Batches, load_split
+from trainer.data import Batches, load_split, load_store
+from trainer.datastore import SplitReader
 
 from .errors import InferenceError
 from .model import Loaded
@@ -115,4 +116,14 @@ def split_batches(loaded: Loaded, dataset_dir: Path | str, split: str, batch_siz
     data = load_split(dataset_dir, split, SPLIT_BUDGET)
     if data is None:
         raise InferenceError(f"The dataset has no {split} images.")
+    return Batches(data, batch_size, shuffle=False, device=loaded.device, normalizer=loaded.normalizer), len(data)
+
+
+def store_batches(loaded: Loaded, store: SplitReader, batch_size: int = 256) -> tuple[Batches, int]:
+    """``split_batches`` of a store the evaluation wrote itself (new images
+    prepared as the model's dataset build prepared its own), so that they
+    are batched and normalised exactly as a split of the dataset is."""
+    data = load_store(store, SPLIT_BUDGET)
+    if data is None:
+        raise InferenceError("None of the images could be used.")
     return Batches(data, batch_size, shuffle=False, device=loaded.device, normalizer=loaded.normalizer), len(data)

@@ -9,13 +9,19 @@ writes the per-image results and their report. Config:
 - ``source``: ``{"type": "split", "split": "val" | "test"}`` (the model's
   dataset, read as training reads it), ``{"type": "list", "path", "prefix"}``
   (``path [label]`` lines), ``{"type": "folder", "path"}`` or
-  ``{"type": "archive", "path"}`` (class subfolders give the labels);
+  ``{"type": "archive", "path"}`` (class subfolders give the labels; a
+  detector's: ``label_format``, "auto" or a detection import format);
 - ``roots``: the folders lists and folders may name; ``archive_limits``;
-  ``top_n``: how many images per class the Top-N lists hold.
+  ``top_n``: how many images per class the Top-N lists hold;
+  ``report_options``: what a task's own report takes (its registration's
+  ``evaluation_options``, e.g. a detector's ``score_threshold``).
 
 A task whose report is its own (``Training.split_report``, e.g. boxes
 scored by mAP) writes its report, rows and table instead of the
-classification ones below, on a split alone (``Task.evaluation_sources``).
+classification ones below, of a split or of the sources its registration
+takes (``Task.evaluation_sources``: a folder or an archive in its own
+import formats, read by its ``file_images``), with ``report_options``
+(e.g. ``score_threshold``) and the files it left out (``skipped``).
 
 It writes ``evaluation/`` in the job folder: ``results.json`` (a row per
 image: ``{"index", "name", "label", "top": [[class, probability]…],
@@ -52,7 +58,7 @@ from trainer.targets import ClassLabels
 from trainer.tasks import task_of
 from trainer.tasks.training import SplitReport, training_for
 
-from .classify import evaluate_split, logits, split_batches, top_classes
+from .classify import evaluate_split, logits, split_batches, store_batches, top_classes
 from .errors import InferenceError
 from .model import Loaded, load_model
 from .preprocess import decode, normalize
@@ -166,15 +172,27 @@ def write_csv(path: Path, rows: list[dict[str, Any]], classes: list[str]) -> Non
                           "; ".join(f"{classes[c]}:{p}" for c, p in top), row["error"] or ""])
 
 
-def task_report(loaded: Loaded, model_config: dict[str, Any], split: str, progress: Progress) -> SplitReport | None:
-    """The model's task's own report of ``split`` (``Training.split_report``),
-    or None for a task without one: classification's, written here."""
+def task_report(loaded: Loaded, model_config: dict[str, Any], config: dict[str, Any], work: Path,
+                progress: Progress) -> SplitReport | None:
+    """The model's task's own report (``Training.split_report``) of a split,
+    or of a folder's or an archive's images that its ``file_images`` stores
+    in ``work``; None for a task without one: classification's, written here."""
     training = training_for(task_of(model_config), len(loaded.classes), model_config)
     report_of = getattr(training, "split_report", None)
     if report_of is None:
         return None
-    batches, total = split_batches(loaded, model_config[jobfiles.DATASET_DIR_PARAM], split)
-    return report_of(loaded.model, batches, total, loaded.classes, split, progress)
+    source = config["source"]
+    if source["type"] == "split":
+        batches, total = split_batches(loaded, model_config[jobfiles.DATASET_DIR_PARAM], source["split"])
+        image_names, skipped = [f"{source['split']} #{index}" for index in range(total)], []
+    else:
+        images = training.file_images(loaded, source, config, work)
+        batches, total = store_batches(loaded, images.store)
+        image_names, skipped = images.names, images.skipped
+    own = report_of(loaded.model, batches, total, loaded.classes, image_names, progress,
+                    **config.get("report_options") or {})
+    own.report["skipped"] = skipped
+    return own
 
 
 def write_table(path: Path, table: list[list[Any]]) -> None:
@@ -199,10 +217,9 @@ def run(config: dict[str, Any], job_dir: Path, work: Path) -> tuple[dict[str, An
     model_config = json.loads((model_dir / jobfiles.CONFIG).read_text())
     task = task_of(model_config)
     if not task.evaluates_from(source["type"]):
-        raise InferenceError(f"A {task.label.lower()} model is evaluated on a split of its dataset only, "
-                             f"not on new images ({source['type']}).")
+        raise InferenceError(f"{task.label} models are not evaluated on images from a {source['type']}.")
     said = {"snapshot": loaded.snapshot, "note": loaded.note, "source": source["type"], "split": source.get("split")}
-    if source["type"] == "split" and (own := task_report(loaded, model_config, source["split"], progress)):
+    if own := task_report(loaded, model_config, config, work, progress):
         report = {**own.report, **said, "image_size": list(loaded.image_size), "warnings": []}
         write(work, report, own.rows)
         write_table(work / CSV, own.table)

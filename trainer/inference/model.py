@@ -106,7 +106,7 @@ def read_weights(path: Path, what: str) -> dict[str, Any]:
         raise InferenceError(f"{what} is not a PyTorch weights file that can be read safely: {first}") from None
 
 
-def _build_options(dataset_dir: Path) -> dict[str, Any]:
+def build_options(dataset_dir: Path) -> dict[str, Any]:
     """The options the model's dataset was built with."""
     return _read_json(dataset_dir / jobfiles.MANIFEST, "The model's dataset").get("options") or {}
 
@@ -118,7 +118,7 @@ def load_model(job_dir: Path | str, snapshot_file: str | None = None, device: to
     job_dir = Path(job_dir)
     config = _read_json(job_dir / jobfiles.CONFIG, "The model's job folder")
     dataset_dir = Path(config[jobfiles.DATASET_DIR_PARAM])
-    options = _build_options(dataset_dir)
+    options = build_options(dataset_dir)
     info = DatasetInfo.load(dataset_dir)
     height, width, channels = info.image_shape
     crop = config.get("crop") or None

@@ -40,6 +40,12 @@ OFF_VALUES = (None, 0, 0.0, "", "none", False)
 # its dataset (Evaluate, Compare), or new labelled images in a list, a
 # server folder or an archive (Classify many).
 EVALUATION_SOURCES = ("split", "list", "folder", "archive")
+# The evaluation's options only some tasks take (the New evaluation form and
+# the Evaluate form show them for those alone), with their defaults: the
+# score a detection needs to count in the report's precision, recall and
+# lists, and the label format of new images (an import format of the task's
+# datasets, or found from their layout).
+EVALUATION_OPTIONS: dict[str, Any] = {"score_threshold": 0.5, "label_format": "auto"}
 
 def component_series(name: str) -> str:
     """The chart series of the loss's part ``name``."""
@@ -100,6 +106,11 @@ class Task:
     # (``EVALUATION_SOURCES``): a task whose report is its own may take
     # only the splits of the model's dataset, and then offers no Classify many.
     evaluation_sources: tuple[str, ...] = EVALUATION_SOURCES
+    # How a folder or an archive of new images gives their labels, as the
+    # New evaluation page says it.
+    labelled_files: str = "top-level subfolders named after the model's classes give the labels"
+    # The evaluation options it takes (``EVALUATION_OPTIONS``).
+    evaluation_options: tuple[str, ...] = ()
     # The standard networks its models can be (``trainer.catalog``), in the
     # New model form's order.
     networks: Mapping[str, NetworkInfo] = dataclasses.field(default_factory=dict)
@@ -138,6 +149,8 @@ class Task:
             raise ValueError(f"The task “{self.name}” names unknown network sources ({', '.join(sorted(unknown))}).")
         if unknown := set(self.evaluation_sources) - set(EVALUATION_SOURCES):
             raise ValueError(f"The task “{self.name}” names unknown evaluation sources ({', '.join(sorted(unknown))}).")
+        if unknown := set(self.evaluation_options) - EVALUATION_OPTIONS.keys():
+            raise ValueError(f"The task “{self.name}” names unknown evaluation options ({', '.join(sorted(unknown))}).")
         if unknown := self.model_uses - uses.USES:
             raise ValueError(f"The task “{self.name}” names unknown uses ({', '.join(sorted(unknown))}): "
                              f"the uses are {', '.join(sorted(uses.USES))}.")
@@ -165,6 +178,13 @@ class Task:
     def evaluates_from(self, source: str) -> bool:
         """Whether the evaluation job takes a model of this task over ``source`` (``EVALUATION_SOURCES``)."""
         return self.offers(uses.EVALUATE) and source in self.evaluation_sources
+
+    def takes_evaluation_option(self, option: str) -> bool:
+        """Whether its evaluations take ``option`` (``EVALUATION_OPTIONS``);
+        ValueError for any other name."""
+        if option not in EVALUATION_OPTIONS:
+            raise ValueError(f"Unknown evaluation option {option!r}: the options are {', '.join(EVALUATION_OPTIONS)}.")
+        return option in self.evaluation_options
 
     def offers(self, use: str) -> bool:
         """Whether a model of this task can be used for ``use`` (a name from

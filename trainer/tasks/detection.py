@@ -19,16 +19,19 @@ augmentation averages logits; label smoothing). They are not compiled
 (``COMPILE``).
 
 
-Its models can be evaluated on a split of their dataset, with a report of
-its own (``detection_report``: mAP, per-class AP and precision–recall
-curves, false positives, missed boxes, images worst first).
+Its models can be evaluated on a split of their dataset, or on new images
+in a server folder or an uploaded archive labelled in any of its import
+formats (``detection_files``), with a report of its own
+(``detection_report``: mAP, per-class AP and precision–recall curves, and
+at the score threshold the user chooses, precision, recall, false
+positives, missed boxes, images worst first).
 """
 
 from trainer.catalog import DETECTION_NETWORKS
 from trainer.detection.targets import Boxes
 
 from . import uses
-from .base import Metric, Task
+from .base import EVALUATION_OPTIONS, Metric, Task
 
 AUGMENTATION = "its only augmentation is a horizontal flip, which moves the boxes with the pixels"
 # Measured: a 3-step CPU run of Faster R-CNN MobileNetV3-FPN at 32 pixels had
@@ -38,8 +41,9 @@ COMPILE = ("torch.compile recompiles a detector at every batch (its proposals ch
            "far more than it saves")
 
 # The score a detection needs for the precision and recall charted while a
-# model trains (the Detect page's slider chooses its own).
-SCORE_THRESHOLD = 0.5
+# model trains, and an evaluation's unless its user chooses another (the
+# Detect page's slider chooses its own).
+SCORE_THRESHOLD: float = EVALUATION_OPTIONS["score_threshold"]
 
 TASK = Task("detection", "Object detection", metrics=(
     Metric("map50", "mAP@0.5"),
@@ -58,9 +62,12 @@ TASK = Task("detection", "Object detection", metrics=(
     # when its mAP@0.5 was 0, and rose while the mAP climbed to 0.2.
     best_by="val_map50",
     # Its evaluation report is its own (boxes scored by mAP,
-    # ``detection_report``), of a split of the model's dataset: no Classify
-    # many of new images yet.
-    evaluation_sources=("split",),
+    # ``detection_report``), of a split of the model's dataset or of new
+    # images with their boxes (``detection_files``): a text list gives none.
+    evaluation_sources=("split", "folder", "archive"),
+    labelled_files="images with their boxes in KITTI, Pascal VOC, COCO JSON or YOLO layout, as a detection dataset "
+                   "is imported",
+    evaluation_options=("score_threshold", "label_format"),
     # The parts torchvision's detectors give their losses: Faster R-CNN's
     # first four, RetinaNet's, FCOS's and SSD's the others.
     loss_components={

@@ -20,7 +20,7 @@ from trainer.buildplan import UNCOMPRESSED_ARCHIVE, BuildError, Item, Plan, spli
 from trainer.dataset_sources import SourceError
 from trainer.detection.annotations import Annotated, Box, Found
 from trainer.detection.common import ImportOptions
-from trainer.detection.importer import FORMATS, guess_format, read_source
+from trainer.detection.importer import chosen_format, read_source
 from trainer.detection.sourcefiles import ArchiveFiles, FolderFiles, SourceFiles
 from trainer.detection.targets import DIFFICULT, IGNORE, NO_CLASS, PlannedBoxes
 
@@ -42,8 +42,11 @@ def plan(config: dict[str, Any], partial: Path, roots: list[Path]) -> tuple[Plan
             files = FolderFiles(Path(source["path"]))
         else:
             raise BuildError(f"A detection dataset is read from a folder or an archive, not from {source['type']}.")
-        found = read_source(files, _format(files, config.get("label_format") or "auto"),
-                            ImportOptions(class_map=config.get("class_map") or None))
+        chosen = config.get("label_format") or "auto"
+        label_format = chosen_format(files, chosen)
+        if chosen == "auto":
+            print(f"label format: {label_format}", flush=True)
+        found = read_source(files, label_format, ImportOptions(class_map=config.get("class_map") or None))
     except (ArchiveError, SourceError) as exc:
         if diskspace.is_full(exc):  # the uncompressed copy found no room: not the archive's fault
             raise
@@ -56,17 +59,6 @@ def plan(config: dict[str, Any], partial: Path, roots: list[Path]) -> tuple[Plan
     items = [_item(files, annotated, found) for annotated in found.images]
     _split(items, [annotated.split for annotated in found.images], config)
     return Plan(found.classes, items, skipped, []), reader
-
-
-def _format(files: SourceFiles, chosen: str) -> str:
-    if chosen != "auto":
-        return chosen
-    guessed = guess_format(files)
-    if guessed is None:
-        raise BuildError("The label format could not be told from the source's layout; choose it: "
-                         + "; ".join(f.label for f in FORMATS.values()) + ".")
-    print(f"label format: {guessed}", flush=True)
-    return guessed
 
 
 def _reason(line: int | None, reason: str) -> str:

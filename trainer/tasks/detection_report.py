@@ -12,17 +12,18 @@ ignore regions as crowds), then
   boxes, class by class, highest score first, at IoU 0.5: a detection is
   ``matched`` (a box), not (a false positive) or None (on a difficult box
   or an ignore region, covering half of the detection: scored as neither,
-  as COCO scores a crowd). The highest-scoring false positives, the boxes
-  no detection of at least ``SCORE_THRESHOLD`` matched (largest first),
-  and the images worst first by those misses and false positives of at
-  least the threshold. A greedy match by score gives each detection the
-  same match whether or not lower scores are counted, so one match serves
-  every threshold.
+  as COCO scores a crowd). At the evaluation's score threshold (by default
+  ``SCORE_THRESHOLD``): the false positives scoring at least it, highest
+  first, the boxes no detection of at least it matched (largest first), and
+  the images worst first by those misses and false positives. A greedy
+  match by score gives each detection the same match whether or not lower
+  scores are counted, so one match serves every threshold, and the
+  precision and recall at it are read off torchmetrics' curves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -99,10 +100,10 @@ def per_class(result: dict[str, Any], names: list[str], boxes: list[int],
 
 
 def split_report(training: Training, model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
-                 total: int, names: list[str], split: str, progress: Callable[[int, int], None],
+                 total: int, names: list[str], image_names: Sequence[str], progress: Callable[[int, int], None],
                  threshold: float = SCORE_THRESHOLD) -> SplitReport:
-    """The report of the ``total`` images of ``split`` that ``batches`` give
-    (in order, unshuffled); see the module's docstring."""
+    """The report of the ``total`` images that ``batches`` give (in order,
+    unshuffled), named ``image_names``; see the module's docstring."""
     evaluation = training.evaluation(next(model.parameters()).device)
     stored: list[np.ndarray] = []
     with torch.no_grad():
@@ -115,7 +116,7 @@ def split_report(training: Training, model: torch.nn.Module, batches: Iterable[t
     rows, false_positives, missed, images = [], [], [], []
     boxes_of, detections_of = [0] * len(names), [0] * len(names)
     for index, (found, truth) in enumerate(zip(evaluation.found, evaluation.truth, strict=True)):
-        name = f"{split} #{index}"
+        name = image_names[index]
         matched, owner = match(found, truth)
         image_rows = []
         for box, score, label, hit in zip(found["boxes"], found["scores"].tolist(), found["labels"].tolist(), matched,
@@ -134,11 +135,10 @@ def split_report(training: Training, model: torch.nn.Module, batches: Iterable[t
             boxes_of[label - 1] += 1
             if owner[t] is None or image_rows[owner[t]]["score"] < threshold:
                 misses.append({"index": index, "name": name, "class": label - 1, "box": _box(box)})
-        wrong = [row for row in image_rows if row["matched"] is False]
+        wrong = [row for row in strong if row["matched"] is False]
         false_positives += wrong
         missed += misses
-        images.append({"index": index, "name": name, "misses": len(misses),
-                       "false_positives": sum(row["score"] >= threshold for row in wrong),
+        images.append({"index": index, "name": name, "misses": len(misses), "false_positives": len(wrong),
                        "truth": Boxes().shown(stored[index][None], 0),
                        "detections": strong})
     table, curves = per_class(result, names, boxes_of, detections_of)

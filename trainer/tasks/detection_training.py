@@ -26,7 +26,7 @@ that did not come through the New model form.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -43,7 +43,7 @@ from trainer.networks import NetworkError
 from trainer.tasks.detection import SCORE_THRESHOLD
 from trainer.tta import Predictor
 
-from . import detection_report
+from . import detection_files, detection_report
 from .base import Task
 from .training import SplitReport
 
@@ -264,9 +264,15 @@ class Training:
         return Evaluation(self.classes, device)
 
     def split_report(self, model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]], total: int,
-                     names: list[str], split: str, progress: Callable[[int, int], None]) -> SplitReport:
-        """The evaluation job's report of a split (``detection_report``)."""
-        return detection_report.split_report(self, model, batches, total, names, split, progress)
+                     names: list[str], image_names: Sequence[str], progress: Callable[[int, int], None],
+                     score_threshold: float = SCORE_THRESHOLD) -> SplitReport:
+        """The evaluation job's report of a split or of new images stored as
+        one (``detection_report``), false positives and misses counted at
+        ``score_threshold``."""
+        return detection_report.split_report(self, model, batches, total, names, image_names, progress,
+                                             score_threshold)
+
+    file_images = staticmethod(detection_files.file_images)
 
     def describe(self, metrics: dict[str, float]) -> str:
         shown = ", ".join(f"{metric.label} {metrics[metric.field]:.2%}" for metric in self.task.metrics)

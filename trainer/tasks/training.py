@@ -24,10 +24,17 @@ A task's training says:
   have a backbone (``NetworkInfo.backbone``) alone: a pretrained
   classifier's weights as the tensors of the model's backbone (a job's
   ``pretrained`` of mode ``backbone``);
-- optionally ``split_report(model, batches, total, names, split, progress)``:
-  the evaluation job's report of a split of the model's dataset (a
-  ``SplitReport``), for a task whose report is its own; without it the
-  job writes classification's (``trainer.inference.report``).
+- optionally ``split_report(model, batches, total, names, image_names,
+  progress, **options)``: the evaluation job's report of a split of the
+  model's dataset, or of new images stored as one (a ``SplitReport``;
+  ``names`` the classes, ``image_names`` each image's as the report shows
+  it, ``options`` the evaluation's ``report_options``, those its task's
+  ``evaluation_options`` name), for a task whose report is its own; without
+  it the job writes classification's (``trainer.inference.report``);
+- with it, for a task that evaluates new images (``Task.evaluation_sources``),
+  ``file_images(loaded, source, config, work)``: the labelled images of an
+  evaluation's folder or archive, read as its dataset import reads them and
+  stored in ``work`` as the dataset build stored its own (``FileImages``).
 
 A task that cannot take one of the job's options (an augmentation that
 would move its targets in a way ``follow`` does not) refuses it with a
@@ -44,6 +51,7 @@ from typing import Any, Protocol
 import torch
 
 from trainer.augment import Positions
+from trainer.datastore import SplitReader
 from trainer.tta import Predictor
 
 from .base import Task
@@ -60,6 +68,18 @@ class SplitReport:
     rows: list[dict[str, Any]]
     table: list[list[Any]]
     summary: dict[str, Any]
+
+
+@dataclass
+class FileImages:
+    """New labelled images an evaluation stored in its folder as a split of
+    the dataset would be (``store``), each one's ``names`` as the source
+    names it, and what was left out: ``skipped`` rows ``{"file", "line",
+    "reason"}`` (``line`` None for a whole file)."""
+
+    store: SplitReader
+    names: list[str]
+    skipped: list[dict[str, Any]]
 
 
 class Evaluation(Protocol):

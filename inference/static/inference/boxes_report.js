@@ -4,7 +4,8 @@
 // dataset gallery draws them: an SVG whose viewBox is the stored image's
 // pixels; the ground truth solid, the detections dashed with their score,
 // a false positive red-captioned), the highest-scoring false positives and
-// the missed boxes.
+// the missed boxes (those two and the worst images at the report's score
+// threshold), and for new images the files and lines left out.
 import { IGNORE_COLOUR, colour, svg } from "../js/boxes.js";
 import { plot } from "../js/charts.js";
 import { el, fixed, pct } from "../js/format.js";
@@ -13,9 +14,11 @@ const $ = (id) => document.getElementById(id);
 
 
 export function summaryItems(report) {
-  return [["mAP@0.5", pct(report.map50)], ["mAP@0.5:0.95", pct(report.map)], ["Images", report.count],
-    ["Boxes", report.boxes], ["Detections", report.detections], ["Loss", fixed(report.loss, 4)],
-    ["Snapshot", report.snapshot]];
+  const atScore = `(score ≥ ${report.score_threshold})`;
+  return [["mAP@0.5", pct(report.map50)], ["mAP@0.5:0.95", pct(report.map)],
+    [`Precision ${atScore}`, pct(report.precision)], [`Recall ${atScore}`, pct(report.recall)],
+    ["Score threshold", report.score_threshold], ["Images", report.count], ["Boxes", report.boxes],
+    ["Detections", report.detections], ["Loss", fixed(report.loss, 4)], ["Snapshot", report.snapshot]];
 }
 
 function imageOf(data, index) {
@@ -96,4 +99,9 @@ export function showBoxes(report, data) {
     (row) => el("tr", {}, el("td", {}, el("a", { href: imageOf(data, row.index) }, row.name)),
       el("td", {}, report.classes[row.class]), el("td", {}, place(row))));
   $("missed-boxes").hidden = false;
+  if (report.skipped?.length) {
+    listed(report, "skipped", report.skipped, report.skipped.length, "file(s) or line(s) left out",
+      (row) => el("tr", {}, el("td", {}, row.file), el("td", {}, row.line ?? ""), el("td", {}, row.reason)));
+    $("skipped-files").hidden = false;
+  }
 }

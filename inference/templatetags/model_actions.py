@@ -39,8 +39,10 @@ def one_image_action(job: Job) -> dict[str, Any]:
 
 @register.inclusion_tag("inference/evaluate_button.html")
 def evaluate_actions(job: Job) -> dict[str, Any]:
-    return {"job": job, "unavailable": unavailable(job, EVALUATE), "classify_many": takes_files(job),
-            "score_threshold": task_of(job.params).takes_evaluation_option("score_threshold") and SplitForm()["score_threshold"]}
+    task = task_of(job.params)
+    return {"job": job, "unavailable": unavailable(job, EVALUATE),
+            "files_action": takes_files(job) and task.files_action,
+            "score_threshold": task.takes_evaluation_option("score_threshold") and SplitForm()["score_threshold"]}
 
 
 @register.inclusion_tag("inference/snapshot_actions.html")

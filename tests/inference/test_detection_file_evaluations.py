@@ -142,8 +142,9 @@ def test_a_detectors_pages_offer_the_threshold_and_new_images(alice, trained):
     classifier = model_with_snapshot(alice)
     client = signed_in(alice)
     page = client.get(reverse("job", args=[detector.pk])).content.decode()
-    assert 'name="score_threshold"' in page and 'id="classify-many"' in page
-    assert 'name="score_threshold"' not in client.get(reverse("job", args=[classifier.pk])).content.decode()
+    assert 'name="score_threshold"' in page and 'id="classify-many"' in page and ">Detect many</a>" in page
+    shown = client.get(reverse("job", args=[classifier.pk])).content.decode()
+    assert 'name="score_threshold"' not in shown and ">Classify many</a>" in shown
 
     new = client.get(reverse("new-evaluation") + f"?model={detector.pk}")
     tasks = json.loads(new.content.decode().split('id="evaluation-model-tasks" type="application/json">')[1]

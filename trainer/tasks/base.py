@@ -109,6 +109,8 @@ class Task:
     # How a folder or an archive of new images gives their labels, as the
     # New evaluation page says it.
     labelled_files: str = "top-level subfolders named after the model's classes give the labels"
+    # The model page's button to the New evaluation page, where new images are taken.
+    files_action: str = "Classify many"
     # The evaluation options it takes (``EVALUATION_OPTIONS``).
     evaluation_options: tuple[str, ...] = ()
     # The standard networks its models can be (``trainer.catalog``), in the

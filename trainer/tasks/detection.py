@@ -68,6 +68,7 @@ TASK = Task("detection", "Object detection", metrics=(
     labelled_files="images with their boxes in KITTI, Pascal VOC, COCO JSON or YOLO layout, as a detection dataset "
                    "is imported",
     evaluation_options=("score_threshold", "label_format"),
+    files_action="Detect many",
     # The parts torchvision's detectors give their losses: Faster R-CNN's
     # first four, RetinaNet's, FCOS's and SSD's the others.
     loss_components={

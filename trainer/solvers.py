@@ -31,6 +31,7 @@ from .catalog import SOLVERS, uses_momentum
 __all__ = ["LAMB", "LARS", "SOLVERS", "make_optimizer", "parameter_groups", "set_lr", "uses_momentum"]
 
 EVERY_EPOCH = 2**31  # the ``last_epoch`` of a group that always trains
+FUSED_DEVICES = ("cpu", "cuda")  # where torch's fused optimiser kernels run and are tried here
 
 
 Params = Iterable[Tensor] | Iterable[dict[str, Any]]
@@ -40,24 +41,31 @@ def make_optimizer(name: str, params: Params, lr: float, momentum: float, weight
     """The optimizer called ``name`` (one of SOLVERS) over ``params``.
 
     Solvers that do not use momentum ignore it; adadelta takes ``lr`` as given
-    (PyTorch's default for it is 1.0).
+    (PyTorch's default for it is 1.0). Those torch has a fused kernel for
+    (SGD, Adam, AdamW, Adagrad) use it where the parameters allow
+    (``fusable``): one kernel for every tensor instead of a loop of small
+    operations each. On a Faster R-CNN MobileNetV3 (192 tensors, 19 M
+    values, 2 CPU threads) AdamW's step took 10 ms fused against 60 to 68 ms
+    (``bench/optimizer_step.py``), a fifth of the training step.
     """
+    params = list(params)
+    fused = {"fused": True} if fusable(params) else {}
     if name == "sgd":
-        return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay)
+        return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay, **fused)
     if name == "momentum":
-        return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+        return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay, **fused)
     if name == "nesterov":
         if momentum <= 0:
             raise ValueError("Nesterov momentum needs a momentum above 0")
-        return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=True)
+        return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=True, **fused)
     if name == "adam":
-        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, **fused)
     if name == "adamw":
-        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, **fused)
     if name == "rmsprop":
         return torch.optim.RMSprop(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
     if name == "adagrad":
-        return torch.optim.Adagrad(params, lr=lr, weight_decay=weight_decay)
+        return torch.optim.Adagrad(params, lr=lr, weight_decay=weight_decay, **fused)
     if name == "adadelta":
         return torch.optim.Adadelta(params, lr=lr, weight_decay=weight_decay)
     if name == "lars":
@@ -66,6 +74,15 @@ def make_optimizer(name: str, params: Params, lr: float, momentum: float, weight
         return LAMB(params, lr=lr, weight_decay=weight_decay)
     names = ", ".join(solver for solver, _label in SOLVERS)
     raise ValueError(f"unknown solver {name!r}; choose one of {names}")
+
+
+def fusable(params: list[Tensor] | list[dict[str, Any]]) -> bool:
+    """Whether torch's fused optimiser kernels take these parameters: all
+    floating point, dense, on one CPU or CUDA device."""
+    tensors = [t for item in params for t in (item["params"] if isinstance(item, dict) else [item])]
+    devices = {t.device for t in tensors}
+    return (bool(tensors) and len(devices) == 1 and next(iter(devices)).type in FUSED_DEVICES
+            and all(t.is_floating_point() and not t.is_sparse for t in tensors))
 
 
 def parameter_groups(model: torch.nn.Module, weight_decay: float, norm_bias_lr_scale: float | None = None,

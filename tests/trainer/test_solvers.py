@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from trainer.lr_policy import lr_at
-from trainer.solvers import LAMB, LARS, SOLVERS, make_optimizer, parameter_groups, set_lr, uses_momentum
+from trainer.solvers import LAMB, LARS, SOLVERS, fusable, make_optimizer, parameter_groups, set_lr, uses_momentum
 
 NAMES = [name for name, _label in SOLVERS]
 LEARNING_RATES = {
@@ -254,3 +254,33 @@ def test_steps_never_wait_for_the_device(solver):
         optimizer.step()
     finally:
         torch.cuda.set_sync_debug_mode("default")
+
+
+def test_the_solvers_torch_fuses_run_fused_on_the_cpu_and_the_others_as_they_are():
+    params = [torch.nn.Parameter(torch.randn(3, 2)), torch.nn.Parameter(torch.randn(2))]
+    for name in ("sgd", "momentum", "nesterov", "adam", "adamw", "adagrad"):
+        assert make_optimizer(name, params, 0.1, 0.9, 0.01).defaults["fused"] is True, name
+    for name in ("rmsprop", "adadelta", "lars", "lamb"):
+        assert not make_optimizer(name, params, 0.1, 0.9, 0.01).defaults.get("fused"), name
+    assert not fusable([torch.nn.Parameter(torch.randn(2, dtype=torch.float64)).to("meta")])
+    assert not fusable([])
+    grouped = make_optimizer("adamw", [{"params": params[:1]}, {"params": params[1:], "weight_decay": 0}], 0.1, 0.9, 0.01)
+    assert grouped.defaults["fused"] is True
+
+
+def test_a_fused_step_moves_the_parameters_as_the_loop_does():
+    torch.manual_seed(0)
+    for name, kind in (("momentum", torch.optim.SGD), ("adamw", torch.optim.AdamW)):
+        fused_params = [torch.nn.Parameter(torch.randn(5, 4)), torch.nn.Parameter(torch.randn(4))]
+        loop_params = [torch.nn.Parameter(p.detach().clone()) for p in fused_params]
+        fused = make_optimizer(name, fused_params, 0.05, 0.9, 0.01)
+        loop = kind(loop_params, lr=0.05, weight_decay=0.01, **({"momentum": 0.9} if name == "momentum" else {}),
+                    foreach=False)
+        for _ in range(5):
+            grads = [torch.randn_like(p) for p in fused_params]
+            for p, q, g in zip(fused_params, loop_params, grads, strict=True):
+                p.grad, q.grad = g.clone(), g.clone()
+            fused.step()
+            loop.step()
+        for p, q in zip(fused_params, loop_params, strict=True):
+            torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)

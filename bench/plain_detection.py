@@ -10,7 +10,8 @@ float, mean pixel subtracted, flipped with its boxes per step.
     python bench/plain_detection.py DATASET_DIR OUT_DIR RECIPE_JSON
 
 RECIPE_JSON holds ``network`` (a torchvision detector builder's name),
-``epochs``, ``batch``, ``lr`` (AdamW, weight decay 1e-4, a fixed rate),
+``epochs``, ``batch``, ``lr`` (AdamW, weight decay 1e-4, a fixed rate,
+torch's fused kernel as the app's solvers use it),
 ``flip`` (``horizontal`` or ``none``), ``precision`` and ``warmup_steps``.
 The detector is built as a person would, from torchvision with
 ``weights=None``, and told the dataset's size and to leave the pixels'
@@ -112,7 +113,7 @@ def main(dataset: str, out_dir: str, recipe_json: str) -> None:
     if recipe["network"] not in FIXED_SIZE:
         options.update(min_size=min(height, width), max_size=max(height, width))
     model = getattr(torchvision.models.detection, recipe["network"])(**options).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe["lr"], weight_decay=1e-4)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe["lr"], weight_decay=1e-4, fused=True)
     epochs, batch = recipe["epochs"], recipe["batch"]
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(recipe["precision"])
     autocast = torch.autocast(device.type, dtype=dtype) if dtype else nullcontext()

@@ -9,7 +9,9 @@ mean-subtracted per step.
     python bench/plain_train.py DATASET_DIR OUT_DIR RECIPE_JSON
 
 RECIPE_JSON holds ``network``, ``epochs``, ``batch``, ``lr``, ``solver``
-(``momentum`` or ``nesterov``: SGD, momentum 0.9, weight decay 1e-4),
+(``momentum`` or ``nesterov``: SGD, momentum 0.9, weight decay 1e-4, with
+torch's fused kernel as the app's solvers use it: ``bench/optimizer_step.py``
+measures that against torch's default loop),
 ``policy`` (``step``: the rate times ``gamma`` every ``step_percent`` of
 the steps, per step as the app does; or ``cosine``), ``flip``
 (``horizontal`` or ``none``), ``mean`` (``image`` or ``none``),
@@ -142,7 +144,7 @@ def main(dataset: str, out_dir: str, recipe_json: str) -> None:
                   width).to(device)
     criterion = torch.nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=recipe["lr"], momentum=0.9,
-                                nesterov=recipe["solver"] == "nesterov", weight_decay=1e-4)
+                                nesterov=recipe["solver"] == "nesterov", weight_decay=1e-4, fused=True)
     batch, epochs = recipe["batch"], recipe["epochs"]
     total_steps = epochs * (len(train_x) // batch)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor(recipe, total_steps))

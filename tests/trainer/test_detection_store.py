@@ -194,7 +194,8 @@ def test_only_a_detection_dataset_exports_to_coco(tmp_path):
 def test_the_detection_task_heads_with_map50_and_trains_detectors_alone():
     task = detection.TASK
     assert task.headline.field == "map50" and [m["label"] for m in task.shown_metrics(3)] == [
-        "mAP@0.5", "mAP@0.5:0.95", "precision (score ≥ 0.5)", "recall (score ≥ 0.5)"]
+        "mAP@0.5", "mAP@0.5:0.95", "precision at the score threshold",
+        "recall at the score threshold"]
     assert isinstance(task.targets, Boxes) and task.model_uses == {tasks.uses.DETECT, tasks.uses.EVALUATE, tasks.uses.EXPORT}
     assert tasks.TASKS["detection"] is task and task.trains and task.network_sources == ("standard",)
     assert "lenet" not in task.networks and "fasterrcnn_mobilenet_v3_large_fpn" in task.networks

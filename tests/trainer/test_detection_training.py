@@ -289,3 +289,30 @@ def test_a_backbone_refuses_a_classifier_of_another_network(tmp_path, boxes):
                                             r"\(\d+ of its 318 tensors missing or of another shape, .*start it from a "
                                             "resnet50 classifier"):
         Run(config, tmp_path, CPU)
+
+
+def test_the_charted_precision_and_recall_count_detections_at_the_runs_score_threshold():
+    """One object, found at a score of 0.4: counted at a threshold of 0.3,
+    not at 0.5 (the default, for a run made before the option)."""
+    from trainer import tasks
+    from trainer.tasks.detection_training import Training
+
+    task = tasks.TASKS["detection"]
+    scored_at = {}
+    for threshold in (None, 0.3, 0.5):
+        config = {} if threshold is None else {"score_threshold": threshold}
+        evaluation = Training(task, 1, config).evaluation(torch.device("cpu"))
+        found = {"boxes": torch.tensor([[0, 0, 10, 10.0]]), "scores": torch.tensor([0.4]), "labels": torch.tensor([1])}
+        rows = torch.tensor([[[0, 0, 10, 10, 0, 0]]], dtype=torch.float32)
+        evaluation.update(([found], torch.tensor(1.0)), rows)
+        computed = evaluation.compute()
+        scored_at[threshold] = (computed["precision"], computed["recall"])
+    assert scored_at == {None: (0.0, 0.0), 0.3: (1.0, 1.0), 0.5: (0.0, 0.0)}
+    for wrong in (1.5, -0.1, "0.3", True):
+        with pytest.raises(ValueError, match="The score threshold is a number from 0 to 1"):
+            Training(task, 1, {"score_threshold": wrong})
+    classification = tasks.TASKS["classification"]
+    assert classification.refused({"score_threshold": 0.3}) == {
+        "score_threshold": "the score threshold is an option of other tasks' models"}
+    assert classification.refused({"score_threshold": None}) == {} and "score_threshold" in classification.hidden_options
+    assert "score_threshold" not in task.hidden_options and task.run_option({}, "score_threshold") == 0.5

@@ -129,6 +129,7 @@ def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part
                    "#customize", "button[data-preset=speedrun]", "#id_network_source_layers"):
         expect(page.locator(hidden)).to_be_hidden()
     expect(page.locator("#id_flip option[value=both]")).to_be_disabled()
+    expect(page.locator("#id_score_threshold")).to_be_visible()  # detection's own run option
     expect(page.locator("#id_backbone_model")).to_be_visible()  # Faster R-CNN MobileNetV3's backbone
     expect(page.locator(f"#id_backbone_model option[value='{phones.pk}']")).to_be_enabled()
     expect(page.locator(f"#id_backbone_model option[value='{resnet.pk}']")).to_be_disabled()
@@ -140,6 +141,7 @@ def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part
     expect(page.locator("#id_standard_network option[value=lenet]")).to_be_enabled()
     expect(page.locator("p[data-field=crop]")).to_be_visible()
     expect(page.locator("button[data-preset=speedrun]")).to_be_visible()
+    expect(page.locator("p[data-field=score_threshold]")).to_be_hidden()
     page.select_option("#id_standard_network", "lenet")
 
     page.select_option("#id_dataset", str(boxes.pk))
@@ -151,6 +153,7 @@ def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part
     page.select_option("#id_mean", "none")  # the small dataset was written without a mean image
     page.select_option("#id_flip", "horizontal")
     page.select_option("#id_backbone_model", "")  # the small pretrained rows hold no weights
+    page.fill("#id_score_threshold", "0.25")
     page.click("#visualize")
     expect(page.locator("#visualize")).to_have_text("Visualize", timeout=NETWORK_ANSWER_MS)  # answered
     expect(page.locator("#network-error")).to_be_hidden()
@@ -165,3 +168,4 @@ def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part
                      "box regression (proposals)"]
     params = Job.objects.get(kind="train", name="detector").params
     assert (params["task"], params["flip"], params["crop"]) == ("detection", "horizontal", None)
+    assert params["score_threshold"] == 0.25

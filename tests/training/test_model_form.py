@@ -5,6 +5,7 @@ worker runs: submitted jobs stay queued."""
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -587,3 +588,29 @@ def test_a_sweep_makes_up_to_64_runs(batch_sizes, runs):
         return
     made = sweeps.expand("sw", {}, lrs, sizes)
     assert len({(run.params["lr"], run.params["batch_size"]) for run in made}) == len(made) == runs
+
+
+def test_a_run_option_of_one_task_is_taken_for_its_models_alone(alice, digits, boxes):
+    client = signed_in(alice)
+    made = create(client, name="default", dataset=boxes.pk, network=DETECTOR, batch_size=2)
+    assert made.status_code == 201, made.content
+    assert Job.objects.get(pk=made.json()["jobs"][0]["id"]).params["score_threshold"] == 0.5  # blank: the default
+    made = create(client, name="chosen", dataset=boxes.pk, network=DETECTOR, batch_size=2, score_threshold=0.3)
+    chosen = Job.objects.get(pk=made.json()["jobs"][0]["id"])
+    assert chosen.params["score_threshold"] == 0.3
+    page = html.unescape(client.get(f"/jobs/{chosen.pk}/").content.decode())
+    assert "<td>Score threshold</td><td>0.3</td>" in page
+    for wrong, message in ((1.5, "Ensure this value is less than or equal to 1.0."),
+                           (-0.1, "Ensure this value is greater than or equal to 0.0."),
+                           ("high", "Enter a number.")):
+        assert errors(create(client, name="d", dataset=boxes.pk, network=DETECTOR, batch_size=2,
+                             score_threshold=wrong)) == {"score_threshold": message}
+    assert errors(create(client, name="c", dataset=digits.pk, score_threshold=0.3)) == {
+        "score_threshold": "A model for classification cannot use this yet: the score threshold is an option of "
+                           "other tasks' models."}
+    classifier = create(client, name="c", dataset=digits.pk)
+    assert "score_threshold" not in Job.objects.get(pk=classifier.json()["jobs"][0]["id"]).params
+    data = json.loads(client.get("/models/new/").content.decode().split('id="model-page-data" type="application/json">')[1]
+                      .split("</script>")[0])
+    assert "score_threshold" in data["tasks"]["classification"]["refused"]
+    assert "score_threshold" not in data["tasks"]["detection"]["refused"] and data["initials"]["score_threshold"] is None

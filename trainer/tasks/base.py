@@ -46,6 +46,11 @@ EVALUATION_SOURCES = ("split", "list", "folder", "archive")
 # lists, and the label format of new images (an import format of the task's
 # datasets, or found from their layout).
 EVALUATION_OPTIONS: dict[str, Any] = {"score_threshold": 0.5, "label_format": "auto"}
+# The run options only some tasks' models take (``Task.run_options``; the New
+# model page shows them for those alone and fills in the default when left
+# blank), with their defaults: the score a detection needs to count in the
+# live charts' precision and recall.
+RUN_OPTIONS: dict[str, Any] = {"score_threshold": EVALUATION_OPTIONS["score_threshold"]}
 
 def component_series(name: str) -> str:
     """The chart series of the loss's part ``name``."""
@@ -113,6 +118,8 @@ class Task:
     files_action: str = "Classify many"
     # The evaluation options it takes (``EVALUATION_OPTIONS``).
     evaluation_options: tuple[str, ...] = ()
+    # The run options its models take (``RUN_OPTIONS``); another task's are refused.
+    run_options: tuple[str, ...] = ()
     # The standard networks its models can be (``trainer.catalog``), in the
     # New model form's order.
     networks: Mapping[str, NetworkInfo] = dataclasses.field(default_factory=dict)
@@ -151,6 +158,8 @@ class Task:
             raise ValueError(f"The task “{self.name}” names unknown network sources ({', '.join(sorted(unknown))}).")
         if unknown := set(self.evaluation_sources) - set(EVALUATION_SOURCES):
             raise ValueError(f"The task “{self.name}” names unknown evaluation sources ({', '.join(sorted(unknown))}).")
+        if unknown := set(self.run_options) - RUN_OPTIONS.keys():
+            raise ValueError(f"The task “{self.name}” names unknown run options ({', '.join(sorted(unknown))}).")
         if unknown := set(self.evaluation_options) - EVALUATION_OPTIONS.keys():
             raise ValueError(f"The task “{self.name}” names unknown evaluation options ({', '.join(sorted(unknown))}).")
         if unknown := self.model_uses - uses.USES:
@@ -169,13 +178,30 @@ class Task:
                     chosen[name] = why
             elif params.get(name) not in OFF_VALUES:
                 chosen[name] = why
+        for name in self.others_run_options:
+            if params.get(name) is not None:
+                chosen[name] = f"the {name.replace('_', ' ')} is an option of other tasks' models"
         return chosen
+
+    @property
+    def others_run_options(self) -> list[str]:
+        """The run options of other tasks' models (``RUN_OPTIONS``) that this task's refuse."""
+        return [name for name in RUN_OPTIONS if name not in self.run_options]
 
     @property
     def hidden_options(self) -> list[str]:
         """The options the New model page hides for this task: those it
-        refuses outright (of the flips, it shows those it takes)."""
-        return [name for name in self.refused_options if name != "flip"]
+        refuses outright (of the flips, it shows those it takes) and the
+        run options of other tasks' models."""
+        return [name for name in self.refused_options if name != "flip"] + self.others_run_options
+
+    def run_option(self, params: Mapping[str, Any], name: str) -> Any:
+        """The value of its run option ``name`` in a run's ``params``: the
+        default where absent (a run made before the option existed)."""
+        if name not in self.run_options:
+            raise ValueError(f"A {self.label.lower()} model takes no run option {name!r}.")
+        given = params.get(name)
+        return RUN_OPTIONS[name] if given is None else given
 
     def evaluates_from(self, source: str) -> bool:
         """Whether the evaluation job takes a model of this task over ``source`` (``EVALUATION_SOURCES``)."""

@@ -41,15 +41,16 @@ COMPILE = ("torch.compile recompiles a detector at every batch (its proposals ch
            "far more than it saves")
 
 # The score a detection needs for the precision and recall charted while a
-# model trains, and an evaluation's unless its user chooses another (the
-# Detect page's slider chooses its own).
+# model trains and in an evaluation, unless its user chooses another (the
+# run's ``score_threshold``, the evaluation's; the Detect page's slider
+# chooses its own).
 SCORE_THRESHOLD: float = EVALUATION_OPTIONS["score_threshold"]
 
 TASK = Task("detection", "Object detection", metrics=(
     Metric("map50", "mAP@0.5"),
     Metric("map", "mAP@0.5:0.95"),
-    Metric("precision", f"precision (score ≥ {SCORE_THRESHOLD:g})"),
-    Metric("recall", f"recall (score ≥ {SCORE_THRESHOLD:g})"),
+    Metric("precision", "precision at the score threshold"),
+    Metric("recall", "recall at the score threshold"),
 ), metrics_title="mean average precision", targets=Boxes(), training="trainer.tasks.detection_training",
     plan="trainer.tasks.detection_plan", export="trainer.tasks.detection_export",
     model_uses=frozenset({uses.DETECT, uses.EVALUATE, uses.EXPORT}),
@@ -69,6 +70,7 @@ TASK = Task("detection", "Object detection", metrics=(
                    "is imported",
     evaluation_options=("score_threshold", "label_format"),
     files_action="Detect many",
+    run_options=("score_threshold",),
     # The parts torchvision's detectors give their losses: Faster R-CNN's
     # first four, RetinaNet's, FCOS's and SSD's the others.
     loss_components={

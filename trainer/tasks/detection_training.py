@@ -154,8 +154,8 @@ class Evaluation:
     on the CPU; ``compute`` gathers every process's (their shares of the split
     differ) and scores them all in each."""
 
-    def __init__(self, classes: int, device: torch.device) -> None:
-        self.classes = classes
+    def __init__(self, classes: int, device: torch.device, score_threshold: float = SCORE_THRESHOLD) -> None:
+        self.classes, self.score_threshold = classes, score_threshold
         self.loss = MeanMetric(nan_strategy="disable").to(device)
         self.found: list[dict[str, torch.Tensor]] = []
         self.truth: list[dict[str, torch.Tensor]] = []
@@ -180,7 +180,7 @@ class Evaluation:
         metric = mean_average_precision(extended_summary=True)
         metric.update(found, truth)
         result = metric.compute()
-        precision, recall = at_score(result, SCORE_THRESHOLD)
+        precision, recall = at_score(result, self.score_threshold)
         return {"loss": loss, "map50": float(result["map_50"]), "map": float(result["map"]), "precision": precision,
                 "recall": recall}
 
@@ -200,6 +200,10 @@ class Training:
             shown = ", ".join(f"{name} = {config[name]}" for name in chosen)
             reasons = "; ".join(dict.fromkeys(chosen.values()))
             raise ValueError(f"A detection run cannot use {shown} yet: {reasons}.")
+        threshold = task.run_option(config, "score_threshold")
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
+            raise ValueError(f"The score threshold is a number from 0 to 1, not {threshold!r}.")
+        self.score_threshold = float(threshold)  # of the charted precision and recall
 
     def build(self, network: dict[str, Any], channels: int, classes: int, height: int, width: int) -> torch.nn.Module:
         """The catalogue's detector ``network["name"]`` (a standard network)
@@ -261,7 +265,7 @@ class Training:
         return detections, sum(losses.values())
 
     def evaluation(self, device: torch.device) -> Evaluation:
-        return Evaluation(self.classes, device)
+        return Evaluation(self.classes, device, self.score_threshold)
 
     def split_report(self, model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]], total: int,
                      names: list[str], image_names: Sequence[str], progress: Callable[[int, int], None],

@@ -97,6 +97,7 @@ class NewModelForm(NetworkFields, StoppingFields, PrecisionFields, AugmentationF
             "whiten_bias_epochs": data["whiten_bias_epochs"],
             "precision": data["precision"], "channels_last": data["channels_last"], "compile": data["compile"],
             "early_stopping": self.early_stopping_params(),
+            **{name: self.task().run_option(data, name) for name in self.task().run_options},
         }
 
     def submit(self, owner: User) -> list[Job]:

@@ -195,9 +195,9 @@ class Task:
     @property
     def hidden_options(self) -> list[str]:
         """The options the New model page hides for this task: those it
-        refuses outright (of the flips, it shows those it takes) and the
-        run options of other tasks' models."""
-        return [name for name in self.refused_options if name != "flip"] + self.others_run_options
+        refuses outright (of the flips, it shows those it takes). Run options
+        are shown for the tasks that take them alone (``run_options``)."""
+        return [name for name in self.refused_options if name != "flip"]
 
     def run_option(self, params: Mapping[str, Any], name: str) -> float | int | str:
         """The value of its run option ``name`` in a run's ``params``,

@@ -12,8 +12,6 @@ from jobs.models import Job
 from trainer import catalog, jobfiles, lr_policy
 from trainer.tasks.base import RUN_OPTIONS
 
-from .forms.run import RunFields
-
 # The dataset's folder is the server's business; an earlier snapshot is shown
 # as its job and file.
 public_params = without(jobfiles.DATASET_DIR_PARAM)
@@ -67,7 +65,7 @@ def settings_table(job: Job) -> list[SettingsGroup]:
     return [
         ("Data", [("Dataset", _dataset(p.get("dataset"))), ("Epochs", _text(p.get("epochs"))),
                   ("Validation every (epochs)", _text(p.get("val_interval"))),
-                  *[(RunFields.base_fields[name].label, _text(p[name])) for name in RUN_OPTIONS if name in p],
+                  *[(option.label, _text(p[name])) for name, option in RUN_OPTIONS.items() if name in p],
                   ("Snapshot every (epochs)", _text(p.get("snapshot_interval"))),
                   ("Snapshots kept", f"the last {p['keep_snapshots']} and the best" if p.get("keep_snapshots") else "all"),
                   ("Seed", _text(p.get("seed"))),

@@ -23,6 +23,7 @@ from jobs.models import Job
 from jobs.views import _act
 from trainer import jobfiles, lr_policy
 from trainer.tasks import task_of
+from trainer.tasks.base import RUN_OPTIONS
 from web.api import BadRequest, bad_request_message, error, json_body
 from web.files import streamed_asynchronously
 
@@ -50,6 +51,8 @@ def _page_data(form: NewModelForm) -> dict[str, Any]:
         "networks": networkinfo.networks(),
         "customizable": networkinfo.customizable(),
         "tasks": taskoptions.page_tasks(),
+        # Every run option only some tasks' models take: hidden unless the chosen dataset's task takes it.
+        "run_options": list(RUN_OPTIONS),
         "dataset_tasks": form.dataset_tasks,
         # What a field a task refuses is set back to when the page hides it.
         "initials": {name: form.fields[name].initial for task in taskoptions.TASKS.values()

@@ -16,7 +16,7 @@ from trainer import checkpoint, eventlog, jobfiles
 from trainer import eventkinds as kinds
 from trainer.detection.targets import CLASS, DIFFICULT, IGNORE
 from trainer.tasks import detection
-from trainer.tasks.detection_training import flip_boxes, learned, scored
+from trainer.tasks.detection_training import Training, flip_boxes, learned, scored
 from trainer.train import Run, TrainingError
 
 DETECTION = detection.TASK
@@ -291,28 +291,33 @@ def test_a_backbone_refuses_a_classifier_of_another_network(tmp_path, boxes):
         Run(config, tmp_path, CPU)
 
 
-def test_the_charted_precision_and_recall_count_detections_at_the_runs_score_threshold():
-    """One object, found at a score of 0.4: counted at a threshold of 0.3,
-    not at 0.5 (the default, for a run made before the option)."""
-    from trainer import tasks
-    from trainer.tasks.detection_training import Training
+# Two objects side by side; a detection of the first scored 0.7, a false one
+# 0.45, one of the second 0.4: above a threshold of 0.5, half the objects
+# found and every detection right; above 0.3, both found and two right of three.
+OBJECTS = torch.tensor([[[0, 0, 10, 10, 0, 0], [20, 0, 30, 10, 0, 0]]], dtype=torch.float32)
+DETECTIONS = {"boxes": torch.tensor([[0, 0, 10, 10.0], [40, 40, 50, 50], [20, 0, 30, 10]]),
+              "scores": torch.tensor([0.7, 0.45, 0.4]), "labels": torch.tensor([1, 1, 1])}
 
-    task = tasks.TASKS["detection"]
-    scored_at = {}
-    for threshold in (None, 0.3, 0.5):
-        config = {} if threshold is None else {"score_threshold": threshold}
-        evaluation = Training(task, 1, config).evaluation(torch.device("cpu"))
-        found = {"boxes": torch.tensor([[0, 0, 10, 10.0]]), "scores": torch.tensor([0.4]), "labels": torch.tensor([1])}
-        rows = torch.tensor([[[0, 0, 10, 10, 0, 0]]], dtype=torch.float32)
-        evaluation.update(([found], torch.tensor(1.0)), rows)
-        computed = evaluation.compute()
-        scored_at[threshold] = (computed["precision"], computed["recall"])
-    assert scored_at == {None: (0.0, 0.0), 0.3: (1.0, 1.0), 0.5: (0.0, 0.0)}
+
+def charted(config: dict) -> tuple[float, float]:
+    """The precision and recall a run of ``config`` charts for ``DETECTIONS``."""
+    evaluation = Training(DETECTION, 1, config).evaluation(torch.device("cpu"))
+    evaluation.update(([DETECTIONS], torch.tensor(1.0)), OBJECTS)
+    computed = evaluation.compute()
+    return computed["precision"], computed["recall"]
+
+
+def test_the_charted_precision_and_recall_count_the_detections_above_a_high_threshold():
+    assert charted({"score_threshold": 0.5}) == (1.0, 0.5)
+    assert charted({}) == (1.0, 0.5)  # a run made before the option: 0.5
+
+
+def test_the_charted_precision_and_recall_count_the_detections_above_a_low_threshold():
+    precision, recall = charted({"score_threshold": 0.3})
+    assert precision == pytest.approx(2 / 3) and recall == 1.0
+
+
+def test_a_detection_run_refuses_a_score_threshold_that_is_no_number_from_0_to_1():
     for wrong in (1.5, -0.1, "0.3", True):
-        with pytest.raises(ValueError, match="The score threshold is a number from 0 to 1"):
-            Training(task, 1, {"score_threshold": wrong})
-    classification = tasks.TASKS["classification"]
-    assert classification.refused({"score_threshold": 0.3}) == {
-        "score_threshold": "the score threshold is an option of other tasks' models"}
-    assert classification.refused({"score_threshold": None}) == {} and "score_threshold" in classification.hidden_options
-    assert "score_threshold" not in task.hidden_options and task.run_option({}, "score_threshold") == 0.5
+        with pytest.raises(ValueError, match=r"^The score threshold is a number from 0 to 1\.$"):
+            Training(DETECTION, 1, {"score_threshold": wrong})

@@ -129,7 +129,6 @@ def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part
                    "#customize", "button[data-preset=speedrun]", "#id_network_source_layers"):
         expect(page.locator(hidden)).to_be_hidden()
     expect(page.locator("#id_flip option[value=both]")).to_be_disabled()
-    expect(page.locator("#id_score_threshold")).to_be_visible()  # detection's own run option
     expect(page.locator("#id_backbone_model")).to_be_visible()  # Faster R-CNN MobileNetV3's backbone
     expect(page.locator(f"#id_backbone_model option[value='{phones.pk}']")).to_be_enabled()
     expect(page.locator(f"#id_backbone_model option[value='{resnet.pk}']")).to_be_disabled()
@@ -141,7 +140,6 @@ def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part
     expect(page.locator("#id_standard_network option[value=lenet]")).to_be_enabled()
     expect(page.locator("p[data-field=crop]")).to_be_visible()
     expect(page.locator("button[data-preset=speedrun]")).to_be_visible()
-    expect(page.locator("p[data-field=score_threshold]")).to_be_hidden()
     page.select_option("#id_standard_network", "lenet")
 
     page.select_option("#id_dataset", str(boxes.pk))
@@ -153,7 +151,6 @@ def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part
     page.select_option("#id_mean", "none")  # the small dataset was written without a mean image
     page.select_option("#id_flip", "horizontal")
     page.select_option("#id_backbone_model", "")  # the small pretrained rows hold no weights
-    page.fill("#id_score_threshold", "0.25")
     page.click("#visualize")
     expect(page.locator("#visualize")).to_have_text("Visualize", timeout=NETWORK_ANSWER_MS)  # answered
     expect(page.locator("#network-error")).to_be_hidden()
@@ -168,4 +165,39 @@ def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part
                      "box regression (proposals)"]
     params = Job.objects.get(kind="train", name="detector").params
     assert (params["task"], params["flip"], params["crop"]) == ("detection", "horizontal", None)
-    assert params["score_threshold"] == 0.25
+
+
+def test_the_score_threshold_is_offered_for_a_detection_dataset_alone(page):
+    """No worker runs: the model made stays queued."""
+    from playwright.sync_api import expect
+
+    from tests.detectionfiles import make_detection_dataset
+    from tests.trainfiles import make_dataset
+
+    sign_up(page, "ross")
+    owner = User.objects.get(username="ross")
+    boxes = Job.objects.create(kind="dataset", name="boxes", owner=owner, status="done")
+    make_detection_dataset(boxes.folder / jobfiles.DATASET)
+    bars = Job.objects.create(kind="dataset", name="bars", owner=owner, status="done")
+    make_dataset(bars.folder / jobfiles.DATASET)
+
+    page.click("text=New model")
+    threshold = page.locator("p[data-field=score_threshold]")
+    expect(threshold).to_be_hidden()  # no dataset chosen yet
+    page.select_option("#id_dataset", str(boxes.pk))
+    expect(threshold).to_be_visible()
+    expect(threshold).to_contain_text("Blank: 0.5.")
+    page.fill("#id_score_threshold", "0.25")
+    page.select_option("#id_dataset", str(bars.pk))
+    expect(threshold).to_be_hidden()
+    expect(page.locator("#id_score_threshold")).to_have_value("")  # not sent with a classifier
+    page.select_option("#id_dataset", str(boxes.pk))
+    expect(threshold).to_be_visible()
+    page.fill("#id_score_threshold", "0.25")
+    page.fill("#id_name", "detector")
+    page.fill("#id_batch_size", "2")
+    page.select_option("#id_mean", "none")  # the small dataset was written without a mean image
+    page.click("text=Create model")
+    page.wait_for_url("**/jobs/*/")
+    expect(page.locator("#settings-table")).to_contain_text("Score threshold")
+    assert Job.objects.get(kind="train", name="detector").params["score_threshold"] == 0.25

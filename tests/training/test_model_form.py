@@ -590,27 +590,57 @@ def test_a_sweep_makes_up_to_64_runs(batch_sizes, runs):
     assert len({(run.params["lr"], run.params["batch_size"]) for run in made}) == len(made) == runs
 
 
-def test_a_run_option_of_one_task_is_taken_for_its_models_alone(alice, digits, boxes):
+def made_params(response) -> list[dict]:
+    assert response.status_code == 201, response.content
+    return [Job.objects.get(pk=job["id"]).params for job in response.json()["jobs"]]
+
+
+def test_a_detector_takes_its_score_threshold_and_shows_it_among_its_settings(alice, boxes):
     client = signed_in(alice)
-    made = create(client, name="default", dataset=boxes.pk, network=DETECTOR, batch_size=2)
-    assert made.status_code == 201, made.content
-    assert Job.objects.get(pk=made.json()["jobs"][0]["id"]).params["score_threshold"] == 0.5  # blank: the default
-    made = create(client, name="chosen", dataset=boxes.pk, network=DETECTOR, batch_size=2, score_threshold=0.3)
-    chosen = Job.objects.get(pk=made.json()["jobs"][0]["id"])
-    assert chosen.params["score_threshold"] == 0.3
+    [params] = made_params(create(client, name="chosen", dataset=boxes.pk, network=DETECTOR, batch_size=2,
+                                  score_threshold=0.3))
+    assert params["score_threshold"] == 0.3
+    chosen = Job.objects.get(name="chosen")
     page = html.unescape(client.get(f"/jobs/{chosen.pk}/").content.decode())
     assert "<td>Score threshold</td><td>0.3</td>" in page
-    for wrong, message in ((1.5, "Ensure this value is less than or equal to 1.0."),
-                           (-0.1, "Ensure this value is greater than or equal to 0.0."),
-                           ("high", "Enter a number.")):
-        assert errors(create(client, name="d", dataset=boxes.pk, network=DETECTOR, batch_size=2,
-                             score_threshold=wrong)) == {"score_threshold": message}
+    clone = client.post(f"/api/jobs/{chosen.pk}/clone")
+    assert clone.status_code == 201 and Job.objects.get(pk=clone.json()["id"]).params["score_threshold"] == 0.3
+    sweep = made_params(create(client, name="sweep", dataset=boxes.pk, network=DETECTOR, batch_size=2, lr=[0.1, 0.01],
+                               score_threshold=0.25))
+    assert [run["score_threshold"] for run in sweep] == [0.25, 0.25]
+
+
+def test_a_detector_left_without_a_score_threshold_takes_the_default(alice, boxes):
+    client = signed_in(alice)
+    for blank in ({}, {"score_threshold": None}, {"score_threshold": ""}):
+        [params] = made_params(create(client, name="default", dataset=boxes.pk, network=DETECTOR, batch_size=2, **blank))
+        assert params["score_threshold"] == 0.5
+
+
+@pytest.mark.parametrize("wrong", [1.5, -0.1, "high", "1e999"])
+def test_a_score_threshold_that_is_no_number_from_0_to_1_is_refused_by_its_field(alice, boxes, wrong):
+    answer = create(signed_in(alice), name="d", dataset=boxes.pk, network=DETECTOR, batch_size=2, score_threshold=wrong)
+    assert errors(answer) == {"score_threshold": "The score threshold is a number from 0 to 1."}
+
+
+def test_a_classifier_refuses_the_score_threshold_of_detectors(alice, digits):
+    client = signed_in(alice)
     assert errors(create(client, name="c", dataset=digits.pk, score_threshold=0.3)) == {
         "score_threshold": "A model for classification cannot use this yet: the score threshold is an option of "
                            "other tasks' models."}
-    classifier = create(client, name="c", dataset=digits.pk)
-    assert "score_threshold" not in Job.objects.get(pk=classifier.json()["jobs"][0]["id"]).params
-    data = json.loads(client.get("/models/new/").content.decode().split('id="model-page-data" type="application/json">')[1]
-                      .split("</script>")[0])
-    assert "score_threshold" in data["tasks"]["classification"]["refused"]
-    assert "score_threshold" not in data["tasks"]["detection"]["refused"] and data["initials"]["score_threshold"] is None
+    [params] = made_params(create(client, name="c", dataset=digits.pk))
+    assert "score_threshold" not in params
+    page = client.post("/models/new/", {**defaults(NewModelForm), "name": "c", "dataset": digits.pk,
+                                        "score_threshold": "0.3"})
+    assert page.status_code == 400 and "the score threshold is an option of other tasks&#x27; models" in \
+        page.content.decode()
+
+
+def test_the_page_shows_the_score_threshold_for_detection_datasets_alone(alice, digits, boxes):
+    page = signed_in(alice).get("/models/new/")
+    data = page.context["page_data"]
+    assert data["run_options"] == ["score_threshold"] and "score_threshold" not in data["initials"]
+    assert data["tasks"]["detection"]["run_options"] == ["score_threshold"]
+    assert data["tasks"]["classification"]["run_options"] == []
+    field = page.content.decode().split('<p class="field" data-field="score_threshold">')[1].split("</p>")[0]
+    assert 'min="0.0"' in field and 'max="1.0"' in field and "Blank: 0.5." in field

@@ -17,6 +17,7 @@ from trainer import eventkinds as kinds
 from trainer.catalog import NetworkInfo
 
 from . import uses
+from .runoptions import RunOption
 
 if TYPE_CHECKING:
     from trainer.targets import TargetFormat
@@ -47,10 +48,13 @@ EVALUATION_SOURCES = ("split", "list", "folder", "archive")
 # datasets, or found from their layout).
 EVALUATION_OPTIONS: dict[str, Any] = {"score_threshold": 0.5, "label_format": "auto"}
 # The run options only some tasks' models take (``Task.run_options``; the New
-# model page shows them for those alone and fills in the default when left
-# blank), with their defaults: the score a detection needs to count in the
-# live charts' precision and recall.
-RUN_OPTIONS: dict[str, Any] = {"score_threshold": EVALUATION_OPTIONS["score_threshold"]}
+# model page has a field for each, shows it for those tasks alone and fills
+# in the default when left blank; the trainer reads it with ``Task.run_option``).
+RUN_OPTIONS: dict[str, RunOption] = {option.name: option for option in (
+    RunOption("score_threshold", "Score threshold",
+              "Precision and recall on the live charts count the detections scored at least this.",
+              default=EVALUATION_OPTIONS["score_threshold"], minimum=0.0, maximum=1.0),
+)}
 
 def component_series(name: str) -> str:
     """The chart series of the loss's part ``name``."""
@@ -180,7 +184,7 @@ class Task:
                 chosen[name] = why
         for name in self.others_run_options:
             if params.get(name) is not None:
-                chosen[name] = f"the {name.replace('_', ' ')} is an option of other tasks' models"
+                chosen[name] = f"the {RUN_OPTIONS[name].label.lower()} is an option of other tasks' models"
         return chosen
 
     @property
@@ -191,17 +195,17 @@ class Task:
     @property
     def hidden_options(self) -> list[str]:
         """The options the New model page hides for this task: those it
-        refuses outright (of the flips, it shows those it takes) and the
-        run options of other tasks' models."""
-        return [name for name in self.refused_options if name != "flip"] + self.others_run_options
+        refuses outright (of the flips, it shows those it takes). Run options
+        are shown for the tasks that take them alone (``run_options``)."""
+        return [name for name in self.refused_options if name != "flip"]
 
-    def run_option(self, params: Mapping[str, Any], name: str) -> Any:
-        """The value of its run option ``name`` in a run's ``params``: the
-        default where absent (a run made before the option existed)."""
+    def run_option(self, params: Mapping[str, Any], name: str) -> float | int | str:
+        """The value of its run option ``name`` in a run's ``params``,
+        checked (ValueError): the default where absent (a run made before
+        the option existed) or left blank."""
         if name not in self.run_options:
             raise ValueError(f"A {self.label.lower()} model takes no run option {name!r}.")
-        given = params.get(name)
-        return RUN_OPTIONS[name] if given is None else given
+        return RUN_OPTIONS[name].value_in(params)
 
     def evaluates_from(self, source: str) -> bool:
         """Whether the evaluation job takes a model of this task over ``source`` (``EVALUATION_SOURCES``)."""

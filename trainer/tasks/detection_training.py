@@ -200,10 +200,7 @@ class Training:
             shown = ", ".join(f"{name} = {config[name]}" for name in chosen)
             reasons = "; ".join(dict.fromkeys(chosen.values()))
             raise ValueError(f"A detection run cannot use {shown} yet: {reasons}.")
-        threshold = task.run_option(config, "score_threshold")
-        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
-            raise ValueError(f"The score threshold is a number from 0 to 1, not {threshold!r}.")
-        self.score_threshold = float(threshold)  # of the charted precision and recall
+        self.score_threshold = float(task.run_option(config, "score_threshold"))  # of the charted precision and recall
 
     def build(self, network: dict[str, Any], channels: int, classes: int, height: int, width: int) -> torch.nn.Module:
         """The catalogue's detector ``network["name"]`` (a standard network)

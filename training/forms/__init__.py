@@ -2,11 +2,11 @@
 page and the API, and the smaller form of the learning rate preview.
 
 One module per group of settings, each a form of its fields and their own
-checks (``schedule``, ``run``, ``solver``, ``augmentation``, ``precision``,
-``stopping``, ``network``), put together in ``newmodel``. Everything here is
-torch-free: the learning rate policies and layer lists are checked with
-pure-Python modules, and the trainer's catalogue (standard networks,
-solvers) comes from ``networkinfo``.
+checks (``schedule``, ``run``, ``taskrun``, ``solver``, ``augmentation``,
+``precision``, ``stopping``, ``network``), put together in ``newmodel``.
+Everything here is torch-free: the learning rate policies and layer lists
+are checked with pure-Python modules, and the trainer's catalogue (standard
+networks, solvers) comes from ``networkinfo``.
 """
 
 from .newmodel import NewModelForm

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib.auth.models import User
 from django.db import transaction
 
@@ -15,6 +16,7 @@ from jobs.forms import JobFieldsForm
 from jobs.models import Job
 from trainer import jobfiles
 from trainer.tasks import Task, task_of
+from trainer.tasks.base import RUN_OPTIONS
 
 from .. import sweeps
 from ..modeljobs import MODEL_KIND
@@ -27,12 +29,13 @@ from .schedule import ScheduleForm
 from .solver import SolverFields
 from .stopping import StoppingFields
 from .taskfit import problems
+from .taskrun import TaskRunFields
 
 
 # Django lists the fields of the farthest base first, so the bases are in the
 # reverse of the order the fields are shown in (and the API describes them).
-class NewModelForm(NetworkFields, StoppingFields, PrecisionFields, AugmentationFields, SolverFields, RunFields,
-                   JobFieldsForm, ScheduleForm):
+class NewModelForm(NetworkFields, StoppingFields, PrecisionFields, AugmentationFields, SolverFields, TaskRunFields,
+                   RunFields, JobFieldsForm, ScheduleForm):
     """Every option of a training job; several learning rates or batch sizes
     make a sweep (``sweeps``)."""
 
@@ -62,6 +65,10 @@ class NewModelForm(NetworkFields, StoppingFields, PrecisionFields, AugmentationF
     def task(self) -> Task:
         """The task of the chosen dataset, which its models share."""
         return task_of(self.dataset_info or {})
+
+    def run_option_fields(self) -> list[forms.BoundField]:
+        """The fields of the run options only some tasks' models take, for the page."""
+        return [self[name] for name in RUN_OPTIONS]
 
     def _check_sweep(self, data: dict[str, Any]) -> None:
         if data.get("lr") and data.get("batch_size"):

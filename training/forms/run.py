@@ -1,6 +1,5 @@
 """How often a run validates and takes snapshots, how many snapshots it
-keeps, its random seed, and the run options only some tasks' models take
-(``trainer.tasks.base.RUN_OPTIONS``: the page shows them for those alone)."""
+keeps, and its random seed."""
 
 from __future__ import annotations
 
@@ -23,9 +22,6 @@ class RunFields(forms.Form):
                      f"the interval is at least {SNAPSHOT_INTERVAL_MIN} epochs."})
     keep_snapshots = forms.IntegerField(required=False, min_value=0, initial=3, label="Keep the last N snapshots and the best",
                                         help_text="Older snapshots are deleted as training goes; 0 or blank keeps them all.")
-    score_threshold = float_field("Score threshold", None, maximum=1.0, required=False,
-                                  help_text="Precision and recall on the live charts count the detections scored "
-                                            "at least this. Blank: 0.5.")
     seed = forms.IntegerField(required=False, min_value=0, max_value=SEED_LIMIT, label="Random seed",
                               help_text="Blank for a random one, recorded so that the run can be repeated.")
 

@@ -57,7 +57,8 @@ function showBackbone() {
 field("standard_network").addEventListener("change", showBackbone);
 
 // The chosen dataset's task: its networks, network sources, flips and
-// presets alone; the options it refuses hidden and set back to off.
+// presets alone; the options it refuses hidden and set back to off; the run
+// options only some tasks' models take shown for those alone, blank otherwise.
 function chosenTask() {
   return page.tasks[page.dataset_tasks[field("dataset").value]] || null;
 }
@@ -88,6 +89,11 @@ function showTask() {
     const refused = Boolean(task?.refused.includes(name));
     if (refused) field(name).value = initial ?? "";
     showRow(name, !refused);
+  }
+  for (const name of page.run_options) {
+    const taken = Boolean(task?.run_options.includes(name));
+    if (!taken) field(name).value = "";
+    showRow(name, taken);
   }
   for (const button of form.querySelectorAll("button[data-preset]")) {
     button.hidden = Boolean(task) && !task.presets.includes(button.dataset.preset);

@@ -101,12 +101,10 @@ def test_the_speed_run_preset_fills_the_form_and_creates_that_model(page):
     assert (params["lr"], params["norm_bias_lr_scale"], params["tta"]) == (1.5, 64.0, "mirror_translate")
 
 
-def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part_of_the_loss(page, worker):
-    from playwright.sync_api import expect
-
+def signed_up_with_both_datasets(page) -> tuple[User, Job, Job]:
+    """ross, signed up in ``page``, with a built detection dataset and a built classification one."""
     from tests.detectionfiles import make_detection_dataset
     from tests.trainfiles import make_dataset
-    from tests.training.test_model_form import pretrained_model
 
     sign_up(page, "ross")
     owner = User.objects.get(username="ross")
@@ -114,6 +112,15 @@ def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part
     make_detection_dataset(boxes.folder / jobfiles.DATASET)
     bars = Job.objects.create(kind="dataset", name="bars", owner=owner, status="done")
     make_dataset(bars.folder / jobfiles.DATASET)
+    return owner, boxes, bars
+
+
+def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part_of_the_loss(page, worker):
+    from playwright.sync_api import expect
+
+    from tests.training.test_model_form import pretrained_model
+
+    owner, boxes, bars = signed_up_with_both_datasets(page)
     phones = pretrained_model(owner, "phones", "mobilenet_v3")
     resnet = pretrained_model(owner, "big", "resnet50")
 
@@ -171,15 +178,7 @@ def test_the_score_threshold_is_offered_for_a_detection_dataset_alone(page):
     """No worker runs: the model made stays queued."""
     from playwright.sync_api import expect
 
-    from tests.detectionfiles import make_detection_dataset
-    from tests.trainfiles import make_dataset
-
-    sign_up(page, "ross")
-    owner = User.objects.get(username="ross")
-    boxes = Job.objects.create(kind="dataset", name="boxes", owner=owner, status="done")
-    make_detection_dataset(boxes.folder / jobfiles.DATASET)
-    bars = Job.objects.create(kind="dataset", name="bars", owner=owner, status="done")
-    make_dataset(bars.folder / jobfiles.DATASET)
+    _, boxes, bars = signed_up_with_both_datasets(page)
 
     page.click("text=New model")
     threshold = page.locator("p[data-field=score_threshold]")

@@ -18,6 +18,7 @@ from django import forms
 
 from jobs.forms import TextField
 from trainer.tasks import detection
+from web.numberfield import NumberField
 
 from .forms import BuildForm
 
@@ -93,7 +94,7 @@ class DetectionDatasetForm(BuildForm):
                                     "may share a new name). Classes not listed are left out; blank keeps every class.")
     pad_width = _padding("Padding width")
     pad_height = _padding("Padding height")
-    min_box_size = forms.FloatField(min_value=0, initial=1, label="Minimum box size", error_messages={
+    min_box_size = NumberField(min_value=0, initial=1, label="Minimum box size", error_messages={
         "min_value": "The minimum box size is 0 (keep every box) or more pixels."},
         help_text="Boxes narrower or lower than this, in pixels of the stored image, are left out; 0 keeps all.")
 

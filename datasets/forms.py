@@ -20,6 +20,7 @@ from jobs.forms import JobFieldsForm
 from jobs.models import Job
 from trainer.archives import ArchiveError, refuse_unless_archive_start
 from trainer.imageio import RESIZE_MODES
+from web.numberfield import NumberField
 from web.serverfolders import OutsideRoots, allowed, roots
 
 SOURCES = [("folder", "Folder on the server"), ("archive", "Upload an archive (zip, tar, tar.gz)"),
@@ -56,8 +57,8 @@ class BuildForm(JobFieldsForm):
     width = forms.IntegerField(min_value=1, max_value=4096, initial=256)
     height = forms.IntegerField(min_value=1, max_value=4096, initial=256)
     resize_mode = forms.ChoiceField(choices=list(zip(RESIZE_MODES, RESIZE_MODE_LABELS, strict=True)), initial="squash")
-    val_percent = forms.FloatField(min_value=0, max_value=100, initial=25, label="% for validation")
-    test_percent = forms.FloatField(min_value=0, max_value=100, initial=0, label="% for testing")
+    val_percent = NumberField(min_value=0, max_value=100, initial=25, label="% for validation")
+    test_percent = NumberField(min_value=0, max_value=100, initial=0, label="% for testing")
     encoding = forms.ChoiceField(choices=[("png", "PNG (lossless)"), ("jpeg", "JPEG (lossy)"), ("none", "None (raw pixels)")],
                                  initial="png", label="Image encoding")
     quality = forms.IntegerField(min_value=1, max_value=100, initial=90, label="JPEG quality",

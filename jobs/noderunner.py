@@ -1,7 +1,8 @@
 """Runs one of the other nodes of a job over several machines inside a
 worker (see ``jobs.nodes``): claim the node, lease its devices, launch the
 kind's command for it, relay its log, and stop it as soon as the job no
-longer runs the node's attempt.
+longer runs the node's attempt (once the job is done, after a grace in which
+the node's process ends on its own).
 
 ``run_node`` is a plain function the Celery task calls; it is safe to call
 twice for the same node: the claim is a conditional UPDATE.
@@ -30,6 +31,11 @@ log = logging.getLogger(__name__)
 # How long a worker that may not run a node (it runs another part of the
 # job, or lacks the devices) keeps it before offering it to the others again.
 PASS_ON_SECONDS = 1.0
+# How long a node's process may take to end on its own once its job is done.
+# Node 0 ends first (it writes the last snapshot and the job's end), and the
+# others are then leaving their process group: stopping them at once had a
+# node that finished its work on a loaded machine recorded as stopped.
+DONE_EXIT_GRACE_SECONDS = 30.0
 
 
 def run_node(job_id: int, attempt: int, rank: int, worker: WorkerInfo) -> None:
@@ -95,6 +101,7 @@ def supervise(node: JobNode, process: subprocess.Popen) -> tuple[int, bool]:
     log_tail = LogTail(folder / jobfiles.node_log(node.rank))
     stopped = False
     last_check = 0.0
+    done_at: float | None = None
     while True:
         code = process.poll()
         relay_log(node.job, [f"[node {node.rank + 1}] {line}" for line in log_tail.read_lines()])
@@ -104,8 +111,11 @@ def supervise(node: JobNode, process: subprocess.Popen) -> tuple[int, bool]:
         if not stopped and now - last_check >= ABORT_POLL_SECONDS:
             last_check = now
             if not nodes.runs_this_attempt(node.job_id, node.attempt):
-                process.send_signal(signal.SIGTERM)  # the supervisor ends the group
-                stopped = True
+                if done_at is None and nodes.ended_done(node.job_id, node.attempt):
+                    done_at = now
+                if done_at is None or now - done_at >= DONE_EXIT_GRACE_SECONDS:
+                    process.send_signal(signal.SIGTERM)  # the supervisor ends the group
+                    stopped = True
         time.sleep(RELAY_POLL_SECONDS)
 
 

@@ -74,6 +74,12 @@ def runs_this_attempt(job_id: int, attempt: int) -> bool:
     return Job.objects.filter(pk=job_id, status=Status.RUNNING, attempt=attempt, abort_requested=False).exists()
 
 
+def ended_done(job_id: int, attempt: int) -> bool:
+    """Whether the job finished the attempt its nodes belong to: node 0 ended
+    well, so its partners have done their part and are on their way out."""
+    return Job.objects.filter(pk=job_id, status=Status.DONE, attempt=attempt).exists()
+
+
 def abort_requested(job_id: int, attempt: int) -> bool:
     """Whether someone asked to abort the attempt its nodes belong to."""
     return Job.objects.filter(pk=job_id, attempt=attempt, abort_requested=True).exists()

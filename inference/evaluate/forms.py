@@ -19,6 +19,7 @@ from trainer.archives import ArchiveError, archive_kind
 from trainer.imagelists import ListError, parse_list
 from trainer.tasks import TASKS, task_of
 from trainer.tasks.base import EVALUATION_OPTIONS
+from web.numberfield import NumberField
 from web.serverfolders import OutsideRoots, allowed, roots
 
 from .. import trained
@@ -37,10 +38,10 @@ LIST_FILE = "upload/list.txt"
 THRESHOLD_WRONG = "The score threshold is a number from 0 to 1."
 
 
-def score_threshold_field() -> forms.FloatField:
+def score_threshold_field() -> NumberField:
     """The score threshold of a task that takes one (``Task.evaluation_options``);
     left out, its default."""
-    return forms.FloatField(required=False, min_value=0, max_value=1,
+    return NumberField(required=False, min_value=0, max_value=1,
                             initial=EVALUATION_OPTIONS["score_threshold"], label="Score threshold",
                             help_text="Detections scoring at least this count in the precision, the recall, the "
                                       "false positives and the missed boxes (mAP takes every score).",

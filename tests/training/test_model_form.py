@@ -318,6 +318,9 @@ def test_the_api_takes_the_params_own_shapes(alice, digits):
     ({"whiten_bias_epochs": 3}, "whiten_bias_epochs", "Only the fast small-image network (airbench) has a whitening"),
     ({"averaging": "ema", "average_decay": 1.0}, "average_decay", "less than or equal to 0.9999"),
     ({"lr_policy": "linear", "peak_percent": 0}, "lr_policy", "Peak at (% of training) must be more than 0"),
+    ({"momentum": True}, "momentum", "Enter a number."),  # JSON's true is not 1
+    ({"weight_decay": False}, "weight_decay", "Enter a number."),
+    ({"epochs": True}, "epochs", "Enter a whole number."),
     ({"pretrained": {"job": 999, "file": "checkpoints/best.pt"}}, "network_source",
      "No finished or aborted model has saved a snapshot yet"),
 ])
@@ -617,7 +620,7 @@ def test_a_detector_left_without_a_score_threshold_takes_the_default(alice, boxe
         assert params["score_threshold"] == 0.5
 
 
-@pytest.mark.parametrize("wrong", [1.5, -0.1, "high", "1e999"])
+@pytest.mark.parametrize("wrong", [1.5, -0.1, "high", "1e999", True, False])
 def test_a_score_threshold_that_is_no_number_from_0_to_1_is_refused_by_its_field(alice, boxes, wrong):
     answer = create(signed_in(alice), name="d", dataset=boxes.pk, network=DETECTOR, batch_size=2, score_threshold=wrong)
     assert errors(answer) == {"score_threshold": "The score threshold is a number from 0 to 1."}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django import forms
+from web.numberfield import NumberField
 
 
 def float_field(label: str, initial: float | None, minimum: float = 0.0, maximum: float | None = None,
-                **kwargs: Any) -> forms.FloatField:
-    return forms.FloatField(label=label, initial=initial, min_value=minimum, max_value=maximum, **kwargs)
+                **kwargs: Any) -> NumberField:
+    return NumberField(label=label, initial=initial, min_value=minimum, max_value=maximum, **kwargs)

@@ -14,6 +14,7 @@ from jobs.forms import DevicesField
 from jobs.models import Job
 from trainer import lr_policy as policies
 from trainer.steps import total_steps
+from web.numberfield import NumberField
 
 from .. import fewsteps, sweeps
 from ..services import built_dataset
@@ -50,10 +51,10 @@ class ScheduleForm(DevicesField):
                                   label="Policy")
     step_percent = float_field(policies.PARAM_LABELS["step_percent"], policies.PARAM_DEFAULTS["step_percent"],
                                maximum=100, required=False)
-    gamma = forms.FloatField(label=policies.PARAM_LABELS["gamma"], initial=policies.PARAM_DEFAULTS["gamma"], required=False)
+    gamma = NumberField(label=policies.PARAM_LABELS["gamma"], initial=policies.PARAM_DEFAULTS["gamma"], required=False)
     milestones_percent = forms.CharField(label=policies.PARAM_LABELS["milestones_percent"], required=False,
                                          initial=", ".join(f"{v:g}" for v in policies.PARAM_DEFAULTS["milestones_percent"]))
-    power = forms.FloatField(label=policies.PARAM_LABELS["power"], initial=policies.PARAM_DEFAULTS["power"], required=False)
+    power = NumberField(label=policies.PARAM_LABELS["power"], initial=policies.PARAM_DEFAULTS["power"], required=False)
     warmup_percent = float_field(policies.PARAM_LABELS["warmup_percent"], policies.PARAM_DEFAULTS["warmup_percent"],
                                  maximum=99.9, required=False, help_text="A linear ramp from almost 0 at the start.")
     start_factor = float_field(policies.PARAM_LABELS["start_factor"], policies.PARAM_DEFAULTS["start_factor"],

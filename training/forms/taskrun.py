@@ -8,6 +8,7 @@ from django import forms
 
 from trainer.tasks.base import RUN_OPTIONS
 from trainer.tasks.runoptions import RunOption
+from web.numberfield import NumberField
 
 
 def option_field(option: RunOption) -> forms.Field:
@@ -19,7 +20,7 @@ def option_field(option: RunOption) -> forms.Field:
               "error_messages": messages}
     if option.choices:
         return forms.TypedChoiceField(choices=[("", "")] + list(option.choices), empty_value=None, **common)
-    number = forms.IntegerField if option.kind is int else forms.FloatField
+    number = forms.IntegerField if option.kind is int else NumberField
     return number(min_value=option.minimum, max_value=option.maximum, **common)
 
 

@@ -87,7 +87,8 @@ def compare(request: HttpRequest, owner: str, group: str) -> JsonResponse:
         return JsonResponse({"group": group, "owner": owner, "evaluations": services.compare_rows(owner, group)})
     form = _split_form(request)
     try:
-        queued, skipped = services.compare(request.user, owner, group, form.cleaned_data["split"])
+        queued, skipped = services.compare(request.user, owner, group, form.cleaned_data["split"],
+                                           form.cleaned_data["score_threshold"])
     except trained.Unusable as exc:
         raise BadRequest({"group": [str(exc)]}) from None
     return JsonResponse({"jobs": [serialize.job_summary(job) for job in queued], "skipped": skipped}, status=201)

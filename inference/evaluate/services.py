@@ -5,6 +5,7 @@ model's task takes them), or every model of a group on the same split
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,7 @@ from jobs import services
 from jobs.models import ACTIVE, Job
 from jobs.permissions import network_refusal
 from trainer import jobfiles
-from trainer.tasks import task_of
+from trainer.tasks import UnknownTask, task_of
 from trainer.tasks.base import EVALUATION_OPTIONS
 from trainer.tasks.uses import EVALUATE
 from training.modeljobs import models, offers, unavailable
@@ -132,11 +133,12 @@ def group_models(group_owner: str, group: str) -> QuerySet[Job]:
     return models().filter(owner__username=group_owner, group=group).order_by("created_at", "id")
 
 
-def compare(owner: User, group_owner: str, group: str, split: str) -> tuple[list[Job], list[str]]:
+def compare(owner: User, group_owner: str, group: str, split: str,
+            score_threshold: float | None = None) -> tuple[list[Job], list[str]]:
     """Evaluate every model of ``group_owner``'s ``group`` that has a snapshot
-    on ``split``, as evaluations of ``owner``'s; the evaluations and, for
-    each model left out (no such snapshot, a network of code ``owner`` may
-    not run), why."""
+    on ``split`` (at ``score_threshold``, those of a task that takes one), as
+    evaluations of ``owner``'s; the evaluations and, for each model left out
+    (no such snapshot, a network of code ``owner`` may not run), why."""
     queued, skipped = [], []
     with transaction.atomic():
         for model in group_models(group_owner, group):
@@ -146,12 +148,21 @@ def compare(owner: User, group_owner: str, group: str, split: str) -> tuple[list
             try:
                 queued.append(submit(owner, model, {"type": "split", "split": split},
                                      name=f"{model.name}: {SPLITS[split]}", compare=group,
-                                     report_options=report_options(model, None)))
+                                     report_options=report_options(model, score_threshold)))
             except trained.Unusable as exc:
                 skipped.append(f"{model.name}: {exc}")
     if not queued and not skipped:
         raise trained.Unusable("The group has no model.")
     return queued, skipped
+
+
+def takes_score_threshold(group_owner: str, group: str) -> bool:
+    """Whether a model of the group is of a task whose evaluations take a score threshold."""
+    for model in group_models(group_owner, group):
+        with contextlib.suppress(UnknownTask):
+            if task_of(model.params).takes_evaluation_option("score_threshold"):
+                return True
+    return False
 
 
 def compare_rows(group_owner: str, group: str) -> list[dict[str, Any]]:

@@ -83,16 +83,21 @@ def evaluate(request: HttpRequest, model_id: int) -> HttpResponse:
 @require_POST
 def compare(request: HttpRequest, owner: str, group: str) -> HttpResponse:
     form = SplitForm(request.POST)
-    split = form.cleaned_data["split"] if form.is_valid() else "val"
+    back = redirect(reverse("group", args=[owner, group]) + "#compare")
+    if not form.is_valid():
+        for errors in form.errors.values():
+            messages.error(request, " ".join(errors))
+        return back
+    split = form.cleaned_data["split"]
     try:
-        queued, skipped = services.compare(request.user, owner, group, split)
+        queued, skipped = services.compare(request.user, owner, group, split, form.cleaned_data["score_threshold"])
     except trained.Unusable as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Evaluating {len(queued)} model(s) on the {services.SPLITS[split]} split.")
         for reason in skipped:
             messages.warning(request, f"Left out {reason}")
-    return redirect(reverse("group", args=[owner, group]) + "#compare")
+    return back
 
 
 @login_required

@@ -129,9 +129,12 @@ def test_compare_evaluates_a_groups_detectors_and_shows_their_map(alice, worker,
     client = signed_in(alice)
     page = client.get(reverse("group", args=[alice.username, "detectors"])).content.decode()
     assert "<th>mAP@0.5</th><th>mAP@0.5:0.95</th>" in page and "<th>Top-1</th>" not in page
+    assert 'name="score_threshold"' in page
     response = client.post(reverse("api-compare", args=[alice.username, "detectors"]),
-                           data=json.dumps({"split": "val"}), content_type="application/json")
+                           data=json.dumps({"split": "val", "score_threshold": 0.3}), content_type="application/json")
     assert response.status_code in (200, 201, 202), response.content
+    (queued,) = response.json()["jobs"]
+    assert Job.objects.get(pk=queued["id"]).params["report_options"] == {"score_threshold": 0.3}
 
     def rows() -> list[dict]:
         return client.get(reverse("api-compare", args=[alice.username, "detectors"])).json()["evaluations"]

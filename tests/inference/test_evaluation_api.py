@@ -170,13 +170,21 @@ def test_compare_evaluates_every_model_of_the_group_and_says_which_it_left_out(a
     assert [(row["model"], row["split"], row["status"]) for row in rows] == [(first.pk, "val", "queued")]
     assert signed_in(alice).get("/api/compare/bob/sweep").json()["evaluations"] == []
     assert "no model" in refused(post(signed_in(bob), "/api/compare/alice/nothing-here", {}), "group")
+    for wrong in (2, True, "high"):
+        assert "from 0 to 1" in refused(post(signed_in(bob), "/api/compare/alice/sweep", {"score_threshold": wrong}),
+                                        "score_threshold")
+    assert Job.objects.filter(kind="evaluation").count() == 1
 
 
 def test_the_model_page_offers_evaluate_and_the_group_page_compare(alice):
     model = model_with_snapshot(alice)
     client = signed_in(alice)
     assert b'id="evaluate"' in client.get(f"/jobs/{model.pk}/").content
-    assert b'id="compare-button"' in client.get("/groups/alice/sweep/").content
+    group_page = client.get("/groups/alice/sweep/").content
+    assert b'id="compare-button"' in group_page and b'name="score_threshold"' not in group_page  # classifiers'
+    refused_compare = client.post("/compare/alice/sweep", {"split": "val", "score_threshold": "2"}, follow=True)
+    assert "The score threshold is a number from 0 to 1." in refused_compare.content.decode()
+    assert not Job.objects.filter(kind="evaluation").exists()
     response = client.post(f"/models/{model.pk}/evaluate", {"split": "val"})
     evaluation = Job.objects.get(kind="evaluation")
     assert response.status_code == 302 and response["Location"] == f"/jobs/{evaluation.pk}/"

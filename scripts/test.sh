@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, then two passes at the same time, one on
-# SQLite and one on PostgreSQL: each runs every test that may use the
-# database; the tests that use none run the same whatever the database, so
-# each runs in one pass only, most in SQLite's, those of
-# tests/plugin.py's SECOND_PASS_FILES in PostgreSQL's, which evens them. Each pass spreads whole test files over TEST_WORKERS
+# The whole test suite: lint, then every test on SQLite and, at the same
+# time, on PostgreSQL every test that may use the database (the others, the
+# trainer's among them, run the same whatever the database: see
+# tests/plugin.py). Each pass spreads whole test files over TEST_WORKERS
 # pytest-xdist processes (default 3): most tests wait on the processes they
 # start (workers, web servers, browsers, Redis outages), and each process
 # has its own Redis, data folder and test database. `make test` runs this
@@ -81,9 +80,9 @@ echo "== tests on SQLite and, at the same time, on PostgreSQL ($PG_URL): its rep
 postgres_log="$(mktemp)"
 trap 'rm -f "$postgres_log"' EXIT
 set +e
-DATABASE_URL="$PG_URL" DATABASE_PASS=postgresql $BIN/python -m pytest "${PARALLEL[@]}" "$@" >"$postgres_log" 2>&1 &
+DATABASE_URL="$PG_URL" DATABASE_TESTS_ONLY=1 $BIN/python -m pytest "${PARALLEL[@]}" "$@" >"$postgres_log" 2>&1 &
 postgres_pid=$!
-DATABASE_PASS=sqlite $BIN/python -m pytest "${PARALLEL[@]}" "$@"
+$BIN/python -m pytest "${PARALLEL[@]}" "$@"
 sqlite=$?
 wait "$postgres_pid"
 postgres=$?

@@ -1,5 +1,6 @@
-"""The reconciler: finds jobs whose worker vanished, and queued jobs whose
-message the broker lost, and puts each right. Every worker runs it
+"""The reconciler: finds jobs whose worker vanished, queued jobs whose
+message the broker lost, and events that never reached the live bus, and
+puts each right. Every worker runs it
 periodically; running it twice at once is harmless, since each change is a
 conditional transition."""
 
@@ -14,7 +15,7 @@ from django.utils import timezone
 
 from trainer import eventkinds
 
-from . import eventseek, kinds
+from . import bus, eventseek, kinds
 from .models import Job, JobNode, Status, Worker
 from .queue import enqueue, job_ids_in_broker
 
@@ -25,6 +26,9 @@ FORGOTTEN_AFTER = timedelta(seconds=10)
 # The last events a requeued job's progress is looked for among (logs and
 # hardware readings come between its progress events).
 PROGRESS_EVENTS = 200
+# Jobs whose state changed this recently have their events checked against
+# the bus (``resend_unsent``): the reconciler runs every few seconds.
+RESEND_WITHIN = timedelta(minutes=1)
 
 
 def reconcile() -> None:
@@ -35,8 +39,9 @@ def reconcile() -> None:
         lost_node(node)
     try:
         requeue_forgotten()
+        resend_unsent()
     except redis.RedisError as exc:
-        log.warning("cannot check the broker for lost jobs: %s", exc)
+        log.warning("cannot check the broker for lost jobs and events: %s", exc)
     Worker.objects.filter(last_seen__lt=timezone.now() - timedelta(days=1)).delete()
 
 
@@ -78,6 +83,20 @@ def lost_node(node: JobNode) -> None:
     lost = Worker.objects.filter(id=node.worker).first()
     who = f"worker {lost.hostname}" if lost else "its worker"
     node.move(Status.FAILED, [node.status], message=f"{who} stopped responding.")
+
+
+def resend_unsent() -> None:
+    """Put on the bus what the files of recently changed jobs hold and it
+    lacks. A process that gives up on a stalled Redis (past its socket
+    timeout) keeps no copy of the event it could not send: a running job's
+    relay sends it with the job's next events (and is left to it), but a
+    status published while no relay runs (the final one above all) would
+    reach no list page. Each job costs a look at its stream's last entry
+    and its file's end."""
+    bus.client().ping()  # Redis answers: else every job's file would be read only to wait
+    recent = Job.objects.filter(transitions__at__gte=timezone.now() - RESEND_WITHIN).exclude(status=Status.RUNNING)
+    for job in recent.distinct():
+        bus.Forwarder(job.pk, job.folder).forward()
 
 
 def requeue_forgotten() -> None:

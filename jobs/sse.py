@@ -139,6 +139,32 @@ def _live_frame(seq: int, fields: dict[bytes, bytes]) -> str:
     return f"id: {seq}\ndata: {fields[b'event'].decode()}\n\n"
 
 
+class QuietCheck:
+    """Tells a stream whose bus was quiet for a whole ``BLOCK_MS`` whether
+    the job's file grew since it last asked: one ``stat`` a quiet second.
+
+    An event can reach the file and never the bus: the process that wrote
+    it gives up on Redis when Redis stalls past its socket timeout (an
+    append-only file's fsync on a busy disk, a starved server) and keeps no
+    copy to send later. A later event on the bus shows the gap, but after a
+    job's last event (its final status) none comes."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / eventlog.FILENAME
+        self.size = self._size()
+
+    def _size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def file_grew(self) -> bool:
+        size = self._size()
+        grew, self.size = size != self.size, size
+        return grew
+
+
 async def job_events(job_id: int, folder: Path, after_seq: int) -> AsyncIterator[str]:
     """A job page's stream: the events after ``after_seq``, each once, in
     ``seq`` order, then live ones as they come.
@@ -146,11 +172,14 @@ async def job_events(job_id: int, folder: Path, after_seq: int) -> AsyncIterator
     The log numbers events from 1 with no gap, and every event is in the
     file before it is on the bus. So the stream reads the file for what
     came before it joined the bus, whenever the bus brings an event further
-    on than the next one (what it skipped: the file has it), and while
-    Redis is down; otherwise it sends what the bus carries as it comes."""
+    on than the next one (what it skipped: the file has it), when the bus
+    was quiet for a second while the file grew (what never reached the
+    bus: ``QuietCheck``), and while Redis is down; otherwise it sends what
+    the bus carries as it comes."""
     stream = bus.job_stream(job_id)
     extras = Extras()
     reader = eventseek.reader_after(folder, after_seq)  # reads only the events after it
+    quiet = QuietCheck(folder)
     position: str | None = None
     yield "retry: 1000\n\n"
     while True:
@@ -173,6 +202,10 @@ async def job_events(job_id: int, folder: Path, after_seq: int) -> AsyncIterator
             log.info("live bus unavailable for job %s, reading its file: %s", job_id, exc)
             position = None
             continue
+        if not reply and quiet.file_grew():  # what never reached the bus: the file has it
+            reader, after_seq, frames = _file_frames(reader, folder, after_seq)
+            if frames:
+                yield frames
         sent = []
         for _, entries in reply:
             for entry_id, fields in entries:

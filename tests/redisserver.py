@@ -1,7 +1,9 @@
 """A throwaway redis-server with AOF on a free port, for the suite and for
 tests that restart Redis under a running job."""
 
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -42,6 +44,14 @@ class RedisServer:
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     raise RuntimeError(f"redis-server did not start on port {self.port}") from None
                 time.sleep(0.05)
+
+    def pause(self) -> None:
+        """Stop the server's process where it is (SIGSTOP): clients' calls
+        wait for an answer, as on a Redis stalled by a slow disk."""
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.process.pid, signal.SIGCONT)
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

@@ -11,11 +11,15 @@ lacks, for the list pages."""
 
 import asyncio
 
+import pytest
+
 from jobs import sse
 from jobs.bus import client, job_stream, jobs_stream
 from jobs.models import Job, Status
 from jobs.publish import publish
 from jobs.reconcile import reconcile
+
+pytestmark = pytest.mark.slow  # each waits out the publisher's 5 s socket timeout
 
 
 def seqs_on(stream: str, job: Job) -> list[int]:

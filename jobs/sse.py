@@ -2,7 +2,8 @@
 
 - a job's page: the job's events, first its history from ``events.jsonl``
   (after ``Last-Event-ID`` or ``?since=``, read from where those begin),
-  then live from its Redis stream;
+  then live from its Redis stream, read once for all its streams
+  (``jobs.feeds``);
   each event's SSE id is its ``seq``, so a reconnecting browser misses none;
 - list pages: the status and progress of every job, from the shared stream,
   with Redis stream ids as SSE ids;
@@ -30,7 +31,7 @@ from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 from trainer import eventlog
 from web.api import error
 
-from . import bus, eventseek, resources
+from . import bus, resources
 
 log = logging.getLogger(__name__)
 
@@ -121,26 +122,14 @@ async def stream_end(stream: str) -> str:
     return last[0][0].decode() if last else "0-0"
 
 
-def _file_frames(reader: eventlog.Reader, folder: Path, after_seq: int) -> tuple[eventlog.Reader, int, str]:
-    """The file's events after ``after_seq`` as frames, joined, and the last
-    one's seq. A reader that live events left behind starts again from
-    ``after_seq``, found from the file's end: it would read (and decode) all
-    it skipped."""
-    if reader.after_seq < after_seq:
-        reader = eventseek.reader_after(folder, after_seq)
-    events = reader.read()
-    frames = "".join(frame(event, event_id=event["seq"]) for event in events)
-    return reader, (events[-1]["seq"] if events else after_seq), frames
-
-
-def _live_frame(seq: int, fields: dict[bytes, bytes]) -> str:
+def live_frame(seq: int, fields: dict[bytes, bytes]) -> str:
     """An event from the bus as its frame: the bus carries it as the same
     JSON a frame holds, so it is not decoded and encoded again per stream."""
     return f"id: {seq}\ndata: {fields[b'event'].decode()}\n\n"
 
 
 class QuietCheck:
-    """Tells a stream whose bus was quiet for a whole ``BLOCK_MS`` whether
+    """Tells a job's reader whose bus was quiet for a whole ``BLOCK_MS`` whether
     the job's file grew since it last asked: one ``stat`` a quiet second.
 
     An event can reach the file and never the bus: the process that wrote
@@ -163,62 +152,6 @@ class QuietCheck:
         size = self._size()
         grew, self.size = size != self.size, size
         return grew
-
-
-async def job_events(job_id: int, folder: Path, after_seq: int) -> AsyncIterator[str]:
-    """A job page's stream: the events after ``after_seq``, each once, in
-    ``seq`` order, then live ones as they come.
-
-    The log numbers events from 1 with no gap, and every event is in the
-    file before it is on the bus. So the stream reads the file for what
-    came before it joined the bus, whenever the bus brings an event further
-    on than the next one (what it skipped: the file has it), when the bus
-    was quiet for a second while the file grew (what never reached the
-    bus: ``QuietCheck``), and while Redis is down; otherwise it sends what
-    the bus carries as it comes."""
-    stream = bus.job_stream(job_id)
-    extras = Extras()
-    reader = eventseek.reader_after(folder, after_seq)  # reads only the events after it
-    quiet = QuietCheck(folder)
-    position: str | None = None
-    yield "retry: 1000\n\n"
-    while True:
-        if position is None:
-            try:
-                position = await stream_end(stream)  # noted before reading the file: no gap
-            except redis.RedisError:
-                position = None
-            reader, after_seq, frames = _file_frames(reader, folder, after_seq)
-            if frames:
-                yield frames
-        async for extra in extras.frames():
-            yield extra
-        if position is None:  # Redis is down: poll the file, try Redis again soon
-            await asyncio.sleep(FILE_POLL_SECONDS)
-            continue
-        try:
-            reply = await redis_client().xread({stream: position}, block=BLOCK_MS, count=500)
-        except redis.RedisError as exc:
-            log.info("live bus unavailable for job %s, reading its file: %s", job_id, exc)
-            position = None
-            continue
-        if not reply and quiet.file_grew():  # what never reached the bus: the file has it
-            reader, after_seq, frames = _file_frames(reader, folder, after_seq)
-            if frames:
-                yield frames
-        sent = []
-        for _, entries in reply:
-            for entry_id, fields in entries:
-                position = entry_id.decode()
-                seq = int(fields[b"seq"])
-                if seq > after_seq + 1:  # the bus skipped some (or this stream fell behind): the file has them
-                    reader, after_seq, frames = _file_frames(reader, folder, after_seq)
-                    sent.append(frames)
-                if seq == after_seq + 1:
-                    sent.append(_live_frame(seq, fields))
-                    after_seq = seq
-        if sent:
-            yield "".join(sent)
 
 
 async def jobs_events(since: str | None, detailed: bool = False) -> AsyncIterator[str]:

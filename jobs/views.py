@@ -16,7 +16,7 @@ from trainer import jobfiles
 from trainer.tasks import UnknownTask
 from web.api import ActionError, error, whole_number
 
-from . import bus, eventseek, kinds, resources, serialize, services, sse, streamslots
+from . import bus, eventseek, feeds, kinds, resources, serialize, services, sse, streamslots
 from .forms import JobEditForm
 from .logfile import tail_lines
 from .models import Job
@@ -182,7 +182,7 @@ async def job_events(request: HttpRequest, job_id: int) -> HttpResponse:
         return error("No such job.", 404)
     last = request.headers.get("Last-Event-ID") or request.GET.get("since") or "0"
     after = whole_number(last, MAX_SEQ) or 0
-    return await _stream(request, sse.job_events(job.pk, job.folder, after))
+    return await _stream(request, feeds.follow(job.pk, job.folder, after))
 
 
 async def jobs_events(request: HttpRequest) -> HttpResponse:

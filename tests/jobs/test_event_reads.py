@@ -10,7 +10,7 @@ import json
 import pytest
 from django.test import Client
 
-from jobs import bus, eventseek, sse
+from jobs import bus, eventseek, feeds
 from jobs.bus import Forwarder, client, encode, job_stream
 from jobs.models import Job, Status
 from trainer import eventlog
@@ -75,7 +75,7 @@ def test_a_stream_sends_what_the_bus_skipped_from_the_file_and_what_it_repeats_o
     start = eventlog.append(job.folder, "log", {"lines": ["before the stream"]})["seq"]
 
     async def sent() -> list[int]:
-        stream = sse.job_events(job.pk, job.folder, start)
+        stream = feeds.follow(job.pk, job.folder, start)
         assert await anext(stream) == "retry: 1000\n\n"
         # The stream has noted where the bus ends and read the file when it
         # sends its first resources: what follows reaches it only by the bus.
@@ -103,7 +103,7 @@ def test_a_stream_sends_what_the_bus_skipped_from_the_file_and_what_it_repeats_o
 
 async def event_ids(job: Job, after: int, count: int) -> list[int]:
     """The ids of the first ``count`` events a job's stream sends after ``after``."""
-    stream = sse.job_events(job.pk, job.folder, after)
+    stream = feeds.follow(job.pk, job.folder, after)
     ids: list[int] = []
     async for text in stream:
         ids += [int(line.removeprefix("id: ")) for line in text.split("\n") if line.startswith("id: ")]
@@ -147,7 +147,7 @@ def test_a_stream_left_behind_sends_every_event_once_in_order(alice, behind):
     Forwarder(job.pk, job.folder).forward()
 
     async def sent() -> list[int]:
-        stream = sse.job_events(job.pk, job.folder, start)
+        stream = feeds.follow(job.pk, job.folder, start)
         assert await anext(stream) == "retry: 1000\n\n"
         assert (await anext(stream)).startswith("event: resources")  # the stream has noted where the bus ends
         with open(job.folder / eventlog.FILENAME, "a") as handle:

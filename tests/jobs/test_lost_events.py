@@ -13,7 +13,7 @@ import asyncio
 
 import pytest
 
-from jobs import sse
+from jobs import feeds, sse
 from jobs.bus import client, job_stream, jobs_stream
 from jobs.models import Job, Status
 from jobs.publish import publish
@@ -41,7 +41,7 @@ def test_an_event_whose_publisher_gave_up_on_a_stalled_redis_still_reaches_the_s
     start = publish(job, "log", {"lines": ["before the stream"]})["seq"]
 
     async def sent() -> tuple[int, list[int]]:
-        stream = sse.job_events(job.pk, job.folder, start)
+        stream = feeds.follow(job.pk, job.folder, start)
         assert await anext(stream) == "retry: 1000\n\n"
         assert (await anext(stream)).startswith("event: resources")  # the stream has joined the bus
         redis_server.pause()

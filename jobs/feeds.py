@@ -99,9 +99,10 @@ class Feed:
                 except redis.RedisError:
                     position = None
                 reader = self._read_file(reader)
-            if position is None:  # Redis is down: poll the file, try Redis again soon
                 if len(self.seqs) != held:
                     self._wake()
+                    held = len(self.seqs)
+            if position is None:  # Redis is down: poll the file, try Redis again soon
                 await asyncio.sleep(sse.FILE_POLL_SECONDS)
                 continue
             try:
@@ -128,8 +129,10 @@ _feeds: dict[tuple[int, int], Feed] = {}
 
 
 def _join(job_id: int, folder: Path) -> Feed:
-    key = (id(asyncio.get_running_loop()), job_id)
-    if key not in _feeds or _feeds[key].task.done():
+    loop = asyncio.get_running_loop()
+    key = (id(loop), job_id)
+    # A feed left by a closed loop whose id came round again does not count.
+    if key not in _feeds or _feeds[key].task.done() or _feeds[key].task.get_loop() is not loop:
         _feeds[key] = Feed(job_id, folder)
     feed = _feeds[key]
     feed.followers += 1

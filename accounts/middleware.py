@@ -5,7 +5,7 @@ headers alone, before Django has the request (the body limit asks it)."""
 
 from http.cookies import CookieError, SimpleCookie
 
-from asgiref.sync import async_to_sync, iscoroutinefunction, markcoroutinefunction, sync_to_async
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.models import User
@@ -26,7 +26,7 @@ async def signed_in_user(headers: dict[str, str]) -> User | None:
     """The active user the request's API token or session cookie is of."""
     authorization = headers.get("authorization", "")
     if authorization.startswith(PREFIX):
-        return await ApiToken.user_for(authorization[len(PREFIX):].strip())
+        return await ApiToken.auser_for(authorization[len(PREFIX):].strip())
     try:
         morsel = SimpleCookie(headers.get("cookie", "")).get(settings.SESSION_COOKIE_NAME)
     except CookieError:
@@ -44,11 +44,13 @@ class TokenAuthenticationMiddleware:
         if self.is_async:
             markcoroutinefunction(self)
 
-    async def _authenticate(self, request) -> None:
+    @staticmethod
+    def _key(request) -> str | None:
         header = request.headers.get("Authorization", "")
-        if not header.startswith(PREFIX):
-            return
-        user = await ApiToken.user_for(header[len(PREFIX):].strip())
+        return header[len(PREFIX):].strip() if header.startswith(PREFIX) else None
+
+    @staticmethod
+    def _sign_in(request, user: User | None) -> None:
         request.token_rejected = user is None
         if user is not None:
             request.user = user
@@ -62,9 +64,11 @@ class TokenAuthenticationMiddleware:
     def __call__(self, request):
         if self.is_async:
             return self.__acall__(request)
-        async_to_sync(self._authenticate)(request)
+        if (key := self._key(request)) is not None:
+            self._sign_in(request, ApiToken.user_for(key))
         return self.get_response(request)
 
     async def __acall__(self, request):
-        await self._authenticate(request)
+        if (key := self._key(request)) is not None:
+            self._sign_in(request, await ApiToken.auser_for(key))
         return await self.get_response(request)

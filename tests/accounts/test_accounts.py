@@ -1,6 +1,7 @@
 """Sign up, sign in and out, the first user as administrator, API tokens."""
 
 import re
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -8,7 +9,7 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from accounts.models import ApiToken
+from accounts.models import LAST_USED_RESOLUTION, ApiToken
 from tests.processes import start_web
 from tests.redisserver import free_port
 
@@ -60,6 +61,34 @@ def test_tokens_are_made_shown_once_and_revoked_from_the_account_page(alice):
     assert token.last_used_at is not None
     client.post(f"/account/tokens/{token.pk}/revoke")
     assert api.get("/api/me", headers={"Authorization": f"Token {key}"}).status_code == 401
+
+
+def test_a_tokens_last_use_is_written_at_most_once_a_minute(alice):
+    token, key = ApiToken.issue(alice, "loop")
+    assert ApiToken.user_for(key) == alice
+    first = ApiToken.objects.get(pk=token.pk).last_used_at
+    assert ApiToken.user_for(key) == alice
+    assert ApiToken.objects.get(pk=token.pk).last_used_at == first  # within the minute: not written again
+    stale = first - LAST_USED_RESOLUTION
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=stale + timedelta(seconds=10))
+    ApiToken.user_for(key)
+    assert ApiToken.objects.get(pk=token.pk).last_used_at == stale + timedelta(seconds=10)  # under a minute old
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=stale)
+    ApiToken.user_for(key)
+    assert ApiToken.objects.get(pk=token.pk).last_used_at > first  # a minute old: brought up to date
+
+
+def test_a_revoked_token_or_an_inactive_users_is_refused_at_its_next_request(alice):
+    token, key = ApiToken.issue(alice, "loop")
+    assert ApiToken.user_for(key) == alice
+    alice.is_active = False
+    alice.save()
+    assert ApiToken.user_for(key) is None
+    alice.is_active = True
+    alice.save()
+    token.delete()
+    assert ApiToken.user_for(key) is None
+    assert ApiToken.user_for("") is None
 
 
 def test_a_user_cannot_revoke_someone_elses_token(alice, bob):

@@ -62,13 +62,27 @@ def _wait(client: redis.Redis, key: str, timeout: float) -> Any:
     return None
 
 
+# The request goes on the list only while the alive key is there, checked and
+# pushed in one trip to Redis: a script, so that no request is left on the
+# list of a server that is not running.
+_SEND_IF_ALIVE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('LPUSH', KEYS[2], ARGV[1])
+return 1
+"""
+
+
+def _sent(client: redis.Redis, prefix: str, request: dict[str, Any]) -> bool:
+    """Whether ``request`` went on the list (False: no model server runs)."""
+    return bool(client.eval(_SEND_IF_ALIVE, 2, alive_key(prefix), requests_key(prefix), json.dumps(request)))
+
+
 def ask(client: redis.Redis, prefix: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Send ``request`` and wait up to ``timeout`` seconds for its answer."""
     try:
-        if not client.exists(alive_key(prefix)):
-            raise ModelServerUnavailable("The model server is not running: start it with `python -m trainer.modelserver`.")
         reply_key = f"{prefix}:modelserver:reply:{uuid.uuid4().hex}"
-        client.lpush(requests_key(prefix), json.dumps({**request, "reply": reply_key, "deadline": time.time() + timeout}))
+        if not _sent(client, prefix, {**request, "reply": reply_key, "deadline": time.time() + timeout}):
+            raise ModelServerUnavailable("The model server is not running: start it with `python -m trainer.modelserver`.")
         popped = _wait(client, reply_key, timeout)
     except redis.RedisError as exc:
         raise ModelServerUnavailable(f"The model server cannot be reached: Redis is unavailable ({exc}).") from None

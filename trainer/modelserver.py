@@ -161,8 +161,8 @@ class Server:
             reply = {"ok": False, "code": "bad_input", "error": str(exc)}
         except Exception as exc:  # the server outlives any one request
             reply = {"ok": False, "code": "failed", "error": f"The model server failed: {type(exc).__name__}: {exc}"}
-        self.client.lpush(reply_key, json.dumps(reply))
-        self.client.expire(reply_key, modelclient.REPLY_SECONDS)
+        with self.client.pipeline() as pipe:  # one trip to Redis
+            pipe.lpush(reply_key, json.dumps(reply)).expire(reply_key, modelclient.REPLY_SECONDS).execute()
 
     def tend_lease(self) -> None:
         """Keep the GPU's lease alive while models are held; once idle (or

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import os
 import shutil
 import sys
@@ -91,6 +92,17 @@ def test_errors_come_back_with_their_code(served, client):
 def test_without_a_server_the_client_says_so_at_once(client):
     with pytest.raises(modelclient.ModelServerUnavailable, match="not running"):
         modelclient.classify(client, "nobody-home", 1, b"", timeout=30)
+    assert client.llen(modelclient.requests_key("nobody-home")) == 0  # nothing left for a server started later
+
+
+def test_a_request_goes_on_the_list_with_its_reply_key_while_the_alive_key_is_there(client):
+    prefix = f"alive-{uuid.uuid4().hex}"
+    client.set(modelclient.alive_key(prefix), 1, ex=30)
+    with pytest.raises(modelclient.ModelServerUnavailable, match="did not answer within 0.2 s"):
+        modelclient.classify(client, prefix, 7, b"image", timeout=0.2)
+    sent = [json.loads(raw) for raw in client.lrange(modelclient.requests_key(prefix), 0, -1)]
+    assert [(r["op"], r["job"], base64.b64decode(r["image"])) for r in sent] == [("classify", 7, b"image")]
+    assert sent[0]["reply"].startswith(f"{prefix}:modelserver:reply:")
 
 
 def test_models_are_evicted_least_recently_used_and_reloaded_when_rewritten(tmp_path, job):

@@ -5,12 +5,13 @@ In one run, on one trained model:
 - Classify one, warm: ``POST /api/models/<id>/classify`` through a real web
   server and model server, timed at the client, against a bare forward pass
   of the same model in this process on the same preprocessed tensor.
-  Aim: the app's p50 at most the bare p50 + 30 ms.
+  Aim: the app's p50 at most the bare p50 + 10 ms, its p95 at most the
+  bare p95 + 20 ms.
 - Classify many: an evaluation job over the dataset's validation split
   (a real worker), its throughput between its first and last progress
   events, against a plain batched loop over the same stored images in this
   process (the training loader's normalizer, the same batch size).
-  Aim: at least 0.9x the plain loop. The whole job (submit to done: the
+  Aim: at least 0.95x the plain loop. The whole job (submit to done: the
   queue, Python and torch starting, the report written) is printed too.
 
     .venv/bin/python bench/classify_latency.py [--network lenet] [--requests 50] [--images 20000] [--epochs 1]
@@ -177,13 +178,14 @@ def main() -> None:
         for name, values in (("classify one through the API", app), ("bare forward in this process", bare)):
             print(f"{name:32s} p50 {percentile(values, 50) * 1000:7.1f} ms   p95 {percentile(values, 95) * 1000:7.1f} ms"
                   f"   min {min(values) * 1000:6.1f} ms   max {max(values) * 1000:7.1f} ms")
-        print(f"classify one: p50 app - bare {(p50_app - p50_bare) * 1000:.1f} ms (aim <= 30 ms), "
+        print(f"classify one: p50 app - bare {(p50_app - p50_bare) * 1000:.1f} ms (aim <= 10 ms), "
+              f"p95 app - bare {(percentile(app, 95) - percentile(bare, 95)) * 1000:.1f} ms (aim <= 20 ms), "
               f"ratio p50 {p50_app / p50_bare:.2f}x, p95 {percentile(app, 95) / percentile(bare, 95):.2f}x")
         print(f"classify many: evaluation job {median(in_job):8.0f} images/s (in the job; rounds "
               f"{', '.join(f'{r:.0f}' for r in in_job)}), whole job {median(walls):.2f} s submit to done "
               f"({count / median(walls):.0f} images/s)")
         print(f"               plain loop     {median(plain):8.0f} images/s (rounds {', '.join(f'{r:.0f}' for r in plain)})")
-        print(f"classify many: ratio job/plain {median(in_job) / median(plain):.3f}x (aim >= 0.9)")
+        print(f"classify many: ratio job/plain {median(in_job) / median(plain):.3f}x (aim >= 0.95)")
     finally:
         stack.close()
 

@@ -28,6 +28,8 @@ from . import eventseek
 log = logging.getLogger(__name__)
 
 STREAM_MAXLEN = 20_000
+# Events a Forwarder sends to Redis in one pipeline.
+SEND_BATCH = 1000
 STREAM_TTL_SECONDS = 7 * 24 * 3600
 # Event kinds that list pages need besides the job's own page.
 SUMMARY_KINDS = (eventkinds.STATUS, eventkinds.PROGRESS)
@@ -127,18 +129,27 @@ class Forwarder:
         self.pending.extend(fresh)
         if self.synced and self.pending:
             try:
-                self._send(self.pending)
-                self.pending = []
+                self._send_pending()
             except redis.RedisError as exc:
                 log.warning("event bus unavailable, job %s events wait in its file: %s", self.job_id, exc)
         return fresh
 
-    def _send(self, events: list[dict[str, Any]]) -> None:
-        pipe = client().pipeline(transaction=False)
-        for event in events:
-            fields = encode(event, self.job_id)
-            pipe.xadd(job_stream(self.job_id), fields, maxlen=STREAM_MAXLEN, approximate=True)
-            if event["kind"] in SUMMARY_KINDS:
-                pipe.xadd(jobs_stream(), fields, maxlen=STREAM_MAXLEN, approximate=True)
-        pipe.expire(job_stream(self.job_id), STREAM_TTL_SECONDS)
-        pipe.execute()
+    def _send_pending(self) -> None:
+        """Send ``pending`` in pipelines of ``SEND_BATCH``, each taken off
+        ``pending`` once Redis has it, so that a slow Redis answers every
+        pipeline within the socket's timeout and a failure resends only the
+        rest. Of a backlog longer than the stream keeps (a new Forwarder on a
+        long file, Redis back after a long outage) only the last
+        ``STREAM_MAXLEN`` are sent: Redis would trim the others at once, and a
+        reader further behind reads them from the file."""
+        del self.pending[:-STREAM_MAXLEN]
+        while self.pending:
+            pipe = client().pipeline(transaction=False)
+            for event in self.pending[:SEND_BATCH]:
+                fields = encode(event, self.job_id)
+                pipe.xadd(job_stream(self.job_id), fields, maxlen=STREAM_MAXLEN, approximate=True)
+                if event["kind"] in SUMMARY_KINDS:
+                    pipe.xadd(jobs_stream(), fields, maxlen=STREAM_MAXLEN, approximate=True)
+            pipe.expire(job_stream(self.job_id), STREAM_TTL_SECONDS)
+            pipe.execute()
+            del self.pending[:SEND_BATCH]

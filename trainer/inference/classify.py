@@ -31,13 +31,23 @@ def logits(loaded: Loaded, x: torch.Tensor) -> torch.Tensor:
     return loaded.model(x.to(loaded.device)).float().cpu()
 
 
+def best_scores(scores: torch.Tensor) -> torch.return_types.topk:
+    """Per row of ``scores``: the top five classes' probabilities and indices, best first."""
+    probabilities = scores.softmax(dim=1)
+    return probabilities.topk(min(TOP, probabilities.shape[1]), dim=1)
+
+
+def named(loaded: Loaded, indices: torch.Tensor, probabilities: torch.Tensor) -> list[list[dict[str, Any]]]:
+    """``best_scores``' rows as ``{"index", "class", "probability"}``."""
+    return [[{"index": i, "class": loaded.classes[i], "probability": p}
+             for i, p in zip(row_indices, row_values, strict=True)]
+            for row_indices, row_values in zip(indices.tolist(), probabilities.tolist(), strict=True)]
+
+
 def top_classes(loaded: Loaded, scores: torch.Tensor) -> list[list[dict[str, Any]]]:
     """Per row of ``scores``: the top five classes, ``{"index", "class", "probability"}``, best first."""
-    probabilities = scores.softmax(dim=1)
-    best = probabilities.topk(min(TOP, probabilities.shape[1]), dim=1)
-    return [[{"index": i, "class": loaded.classes[i], "probability": p}
-             for i, p in zip(indices, values, strict=True)]
-            for indices, values in zip(best.indices.tolist(), best.values.tolist(), strict=True)]
+    best = best_scores(scores)
+    return named(loaded, best.indices, best.values)
 
 
 def classify(loaded: Loaded, images: Sequence[Source], batch_size: int = 64) -> list[list[dict[str, Any]]]:
@@ -99,15 +109,26 @@ def evaluate_split(loaded: Loaded, dataset_dir: Path | str, split: str, batch_si
                    progress: Progress | None = None) -> list[dict[str, Any]]:
     """Evaluate on a split of the model's dataset (``val`` or ``test``): its
     stored images, centre-cropped and mean-subtracted by the training loader.
-    Rows as ``evaluate`` gives them, ``image`` being the position in the split."""
+    Rows as ``evaluate`` gives them, ``image`` being the position in the split.
+
+    The loop keeps each batch's labels and top five as tensors and makes the
+    rows' Python objects once, after it: made per batch, they cost 15% of
+    LeNet's throughput on the CPU (``bench/classify_latency.py``)."""
     batches, total = split_batches(loaded, dataset_dir, split, batch_size)
-    results: list[dict[str, Any]] = []
+    labels, indices, probabilities, done = [], [], [], 0
     for x, y in batches:
-        for label, top in zip(y.tolist(), top_classes(loaded, logits(loaded, x)), strict=True):
-            results.append({"image": len(results), "label": label, "top": top, "error": None})
+        best = best_scores(logits(loaded, x))
+        labels.append(y)
+        indices.append(best.indices)
+        probabilities.append(best.values)
+        done += len(y)
         if progress:
-            progress(len(results), total)
-    return results
+            progress(done, total)
+    if not labels:
+        return []
+    tops = named(loaded, torch.cat(indices), torch.cat(probabilities))
+    return [{"image": image, "label": label, "top": top, "error": None}
+            for image, (label, top) in enumerate(zip(torch.cat(labels).tolist(), tops, strict=True))]
 
 
 def split_batches(loaded: Loaded, dataset_dir: Path | str, split: str, batch_size: int = 256) -> tuple[Batches, int]:

@@ -32,7 +32,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 import torch
@@ -45,10 +45,17 @@ from trainer.inference.detect import detect
 from trainer.inference.gradcam import saliency
 from trainer.inference.layers import inspect
 from trainer.inference.pictures import png
+from trainer.inference.threads import threads_for_one, using
 from trainer.tasks.uses import CLASSIFY, not_offered
 
 ALIVE_SECONDS = 5  # the alive key outlives the server by this much
 POLL_SECONDS = 1
+
+
+class Held(NamedTuple):
+    loaded: Loaded
+    loaded_now: bool  # loaded for this call
+    threads: int  # the CPU threads its forward pass of one image uses (``threads_for_one``)
 
 
 class Models:
@@ -56,7 +63,7 @@ class Models:
 
     def __init__(self, limit: int, device: str, load: Callable[..., Loaded] = load_model) -> None:
         self.limit, self.device, self.load = max(limit, 1), device, load
-        self.held: OrderedDict[tuple[str, str | None], tuple[Loaded, float]] = OrderedDict()
+        self.held: OrderedDict[tuple[str, str | None], tuple[Loaded, float, int]] = OrderedDict()
 
     @staticmethod
     def _stamp(job_dir: Path, loaded: Loaded) -> float:
@@ -66,22 +73,22 @@ class Models:
         except FileNotFoundError:
             raise ModelNotFound(f"The snapshot {loaded.snapshot} does not exist (any more).") from None
 
-    def get(self, job_dir: Path, snapshot: str | None) -> tuple[Loaded, bool]:
-        """The model and whether it was loaded for this call."""
+    def get(self, job_dir: Path, snapshot: str | None) -> Held:
         key = (str(job_dir), snapshot)
         held = self.held.get(key)
         if held is not None:
-            loaded, stamp = held
+            loaded, stamp, threads = held
             fresh = loaded.note is None or snapshot is not None  # a training model's newest snapshot moves on
             if fresh and (job_dir / jobfiles.CONFIG).exists() and self._stamp(job_dir, loaded) == stamp:
                 self.held.move_to_end(key)
-                return loaded, False
+                return Held(loaded, False, threads)
             del self.held[key]
         loaded = self.load(job_dir, snapshot, device=self.device)
-        self.held[key] = (loaded, self._stamp(job_dir, loaded))
+        threads = threads_for_one(loaded)
+        self.held[key] = (loaded, self._stamp(job_dir, loaded), threads)
         while len(self.held) > self.limit:
             self.held.popitem(last=False)
-        return loaded, True
+        return Held(loaded, True, threads)
 
     def clear(self) -> None:
         self.held.clear()
@@ -118,10 +125,12 @@ class Server:
         if self.lease is not None:
             self.lease.take()
         with self.kept_up():
-            return self.work(request, operation, started)
+            held = self.models.get(self.job_dir(request.get("job")), request.get("snapshot"))
+            with using(held.threads):
+                return self.work(request, operation, held, started)
 
-    def work(self, request: dict[str, Any], operation: str, started: float) -> dict[str, Any]:
-        loaded, loaded_now = self.models.get(self.job_dir(request.get("job")), request.get("snapshot"))
+    def work(self, request: dict[str, Any], operation: str, held: Held, started: float) -> dict[str, Any]:
+        loaded, loaded_now = held.loaded, held.loaded_now
         try:
             image = base64.b64decode(request.get("image") or "", validate=True)
         except (binascii.Error, TypeError):

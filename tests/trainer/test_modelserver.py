@@ -5,16 +5,19 @@ least-recently-used cache of models."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import os
 import shutil
 import sys
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 import redis
+import torch
 from PIL import Image
 
 from tests.inferfiles import bar_images, trained_job
@@ -22,7 +25,8 @@ from tests.processes import Service, wait_for
 from tests.trainfiles import make_dataset
 from trainer import jobfiles, modelclient
 from trainer.inference import load_model
-from trainer.modelserver import Models
+from trainer.inference.threads import FASTER_BY, LARGE_SECONDS, REPEATS, threads_for_one, using
+from trainer.modelserver import Models, Server
 
 
 @pytest.fixture(scope="module")
@@ -123,3 +127,59 @@ def test_models_are_evicted_least_recently_used_and_reloaded_when_rewritten(tmp_
     best = jobs[0] / jobfiles.CHECKPOINTS / jobfiles.BEST
     os.utime(best, (best.stat().st_atime, best.stat().st_mtime + 10))
     assert models.get(jobs[0], None)[1] is True
+
+
+class Recording(torch.nn.Module):
+    """A network's forward pass that notes the torch threads it ran on, and
+    takes the seconds ``pause(threads)`` says besides its own."""
+
+    def __init__(self, network: torch.nn.Module, pause=lambda threads: 0.0) -> None:
+        super().__init__()
+        self.network, self.pause, self.threads = network, pause, []
+
+    def forward(self, x):
+        self.threads.append(torch.get_num_threads())
+        time.sleep(self.pause(torch.get_num_threads()))
+        return self.network(x)
+
+
+def test_a_small_classifier_answers_a_request_on_one_thread_and_gives_the_others_back(tmp_path, job, client):
+    """Two threads make LeNet's pass of one image no faster; its OpenMP
+    threads spinning after each pass took the cores the web process needs.
+    The server times the pass both ways when it loads a model, and answers on
+    the threads chosen, leaving its own count as it was."""
+    shutil.copytree(job, tmp_path / "jobs" / "1")
+    recording = []
+
+    def load(job_dir, snapshot, device):  # a pass no faster on two threads, whatever the machine's load
+        loaded = load_model(job_dir, snapshot, device)
+        recording.append(Recording(loaded.model, lambda threads: 0.01))
+        return dataclasses.replace(loaded, model=recording[-1])
+
+    server = Server(client, f"threads-{uuid.uuid4().hex[:8]}", tmp_path, Models(2, "cpu", load))
+    image, label = bar_images(1, seed=4)[0]
+    with using(2):
+        answer = server.answer({"op": "classify", "job": 1, "image": base64.b64encode(image).decode()})
+        assert torch.get_num_threads() == 2
+    assert answer["top"][0]["index"] == label
+    timed, request = recording[0].threads[:-1], recording[0].threads[-1]
+    assert sorted(set(timed)) == [1, 2] and request == 1
+
+
+@pytest.mark.parametrize("pause, threads", [(lambda threads: 0.02 if threads == 1 else 0.005, 2),
+                                            (lambda threads: 0.03, 1)],
+                         ids=["four-times-faster-on-two", "no-faster-on-two"])
+def test_every_thread_is_kept_for_a_pass_they_make_at_least_a_quarter_faster(job, pause, threads):
+    assert FASTER_BY == 1.25
+    loaded = load_model(job, None, "cpu")
+    with using(2):
+        assert threads_for_one(dataclasses.replace(loaded, model=Recording(loaded.model, pause))) == threads
+
+
+def test_a_large_networks_pass_keeps_every_thread_untimed_on_one(job):
+    assert LARGE_SECONDS == 0.05
+    loaded = load_model(job, None, "cpu")
+    network = Recording(loaded.model, lambda threads: LARGE_SECONDS * 1.2)
+    with using(2):
+        assert threads_for_one(dataclasses.replace(loaded, model=network)) == 2
+    assert network.threads == [2] * REPEATS

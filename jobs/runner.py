@@ -53,7 +53,7 @@ CLAIM_UNDER_WAY_SECONDS = 5.0
 # How long, in heartbeats, node 0 of a failed job over several machines
 # waits for another node to say why (a node's worker one heartbeat less silent counts as dead).
 NODE_REPORT_HEARTBEATS = 3
-RELAY_POLL_SECONDS = 0.1
+RELAY_POLL_SECONDS = 0.02
 ABORT_POLL_SECONDS = 0.5
 PROGRESS_WRITE_SECONDS = 1.0
 LOG_LINES_PER_EVENT = 200

@@ -24,12 +24,21 @@ And the request's thread is one kept from an earlier request
 (``RequestThreads``): Django's handler gives every request a new one,
 started on its first synchronous call and joined at its end, which took
 about 1.5 ms of every request here.
+
+At most ``RUNNING_REQUESTS`` requests run their synchronous code at once;
+the others wait their turn on the event loop. With a thread each and no
+bound, 500 browsers opening a job's page together (``bench/load.py``) had
+500 threads contending for the interpreter with the event loop that
+serves every stream: the pages and the streams timed out, and their
+retries kept it so.
 """
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -41,6 +50,8 @@ from django.core.handlers.asgi import ASGIHandler
 # Threads kept for later requests; beyond this many idle ones (after a burst
 # of event streams, each holding its thread while it streams) they end.
 IDLE_REQUEST_THREADS = 16
+# Requests whose synchronous code runs at once; the rest wait on the loop.
+RUNNING_REQUESTS = 16
 
 
 class RequestThreads:
@@ -68,9 +79,19 @@ class RequestThreads:
 
 
 class DataDirASGIHandler(ASGIHandler):
-    def __init__(self) -> None:
+    def __init__(self, running: int = RUNNING_REQUESTS) -> None:
         super().__init__()
         self.threads = RequestThreads()
+        self.running = running
+        self._turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary())
+
+    def turns(self) -> asyncio.Semaphore:
+        """The running loop's semaphore (a semaphore belongs to one loop)."""
+        loop = asyncio.get_running_loop()
+        if loop not in self._turns:
+            self._turns[loop] = asyncio.Semaphore(self.running)
+        return self._turns[loop]
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":  # as Django's own handler
@@ -99,4 +120,10 @@ class DataDirASGIHandler(ASGIHandler):
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
-        self._middleware_chain = sync_to_async(self._middleware_chain, thread_sensitive=True)
+        chain = sync_to_async(self._middleware_chain, thread_sensitive=True)
+
+        async def in_turn(request: Any) -> Any:
+            async with self.turns():
+                return await chain(request)
+
+        self._middleware_chain = in_turn

@@ -1,12 +1,16 @@
 """The project's ASGI handler: a request's synchronous code runs on a
-thread kept from an earlier request, and no more idle threads are kept
-than ``IDLE_REQUEST_THREADS``."""
+thread kept from an earlier request, no more idle threads are kept
+than ``IDLE_REQUEST_THREADS``, and no more requests run at once than
+``RUNNING_REQUESTS``."""
 
 from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from digitslike.asgihandler import DataDirASGIHandler
+from tests.digitslike import slowurls
 
 
 def _scope(path: str) -> dict:
@@ -65,3 +69,19 @@ def test_threads_beyond_the_idle_limit_end_and_those_within_it_are_kept():
     assert not any(executor._shutdown for executor in handler.threads.idle)
     ended = [executor for executor in kept if executor not in handler.threads.idle]
     assert len(ended) <= 1 and all(executor._shutdown for executor in ended)  # the one given back third ended
+
+
+@pytest.mark.parametrize("bound, most", [(2, 2), (6, 6)], ids=["six-requests-two-at-once", "six-within-the-bound"])
+def test_no_more_requests_run_their_synchronous_code_at_once_than_the_bound(settings, bound, most):
+    """Six requests at once to a view that takes 0.2 s: with room for two,
+    two run at a time and the others wait their turn; with room for six,
+    all six run together."""
+    settings.ROOT_URLCONF = "tests.digitslike.slowurls"
+    slowurls.running.update(now=0, most=0)
+    handler = DataDirASGIHandler(running=bound)
+
+    async def together() -> list[int]:
+        return await asyncio.gather(*(_request(handler, "/slow") for _ in range(6)))
+
+    assert asyncio.run(together()) == [200] * 6
+    assert slowurls.running["most"] == most

@@ -6,12 +6,16 @@ sends each event once, in order, whatever the bus skips or repeats."""
 
 import asyncio
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import redis
+from django.conf import settings
 from django.test import Client
 
 from jobs import bus, eventseek, feeds
-from jobs.bus import Forwarder, client, encode, job_stream
+from jobs.bus import Forwarder, client, decode, encode, job_stream
 from jobs.models import Job, Status
 from trainer import eventlog
 
@@ -107,6 +111,35 @@ def test_a_backlog_the_stream_keeps_is_sent_whole_a_batch_per_pipeline(alice, ba
         sent = [int(fields[b"seq"]) for _, fields in client().xrange(job_stream(job.pk))]
         assert sent == list(range(1, backlog + 1))
     finally:
+        client().delete(job_stream(job.pk))
+
+
+def test_a_reader_waiting_on_the_bus_gets_a_reports_events_in_one_reply(alice):
+    """A training report appends three events together. Sent as a pipeline
+    of single commands, a reader blocked on the job's stream woke for the
+    first and came back for the others: each of 500 streams of a job was
+    woken three times a report. Sent in one transaction, once."""
+    job = Job.objects.create(kind="sleep", name="a report", owner=alice, resources={"device": "cpu"})
+    job.folder.mkdir(parents=True)
+    eventlog.append(job.folder, "log", {"lines": ["before"]})
+    forwarder = Forwarder(job.pk, job.folder)
+    forwarder.forward()
+    end = client().xrevrange(job_stream(job.pk), count=1)[0][0]
+    reader = redis.Redis.from_url(settings.REDIS_URL)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            reply = pool.submit(reader.xread, {job_stream(job.pk): end}, block=20_000)
+            deadline = time.monotonic() + 10
+            while client().info("clients")["blocked_clients"] < 1:
+                assert time.monotonic() < deadline, "the reader never blocked"
+                time.sleep(0.01)
+            for kind in ("train", "progress", "perf"):
+                eventlog.append(job.folder, kind, {"step": 1})
+            forwarder.forward()
+            [(_, entries)] = reply.result(timeout=20)
+        assert [decode(fields)[1]["kind"] for _, fields in entries] == ["train", "progress", "perf"]
+    finally:
+        reader.close()
         client().delete(job_stream(job.pk))
 
 

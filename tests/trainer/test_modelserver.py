@@ -151,9 +151,9 @@ def test_a_small_classifier_answers_a_request_on_one_thread_and_gives_the_others
     shutil.copytree(job, tmp_path / "jobs" / "1")
     recording = []
 
-    def load(job_dir, snapshot, device):  # a pass no faster on two threads, whatever the machine's load
+    def load(job_dir, snapshot, device):  # a pass slower on two threads, whatever the machine's load
         loaded = load_model(job_dir, snapshot, device)
-        recording.append(Recording(loaded.model, lambda threads: 0.01))
+        recording.append(Recording(loaded.model, lambda threads: 0.005 if threads == 1 else 0.015))
         return dataclasses.replace(loaded, model=recording[-1])
 
     server = Server(client, f"threads-{uuid.uuid4().hex[:8]}", tmp_path, Models(2, "cpu", load))
@@ -167,9 +167,11 @@ def test_a_small_classifier_answers_a_request_on_one_thread_and_gives_the_others
 
 
 @pytest.mark.parametrize("pause, threads", [(lambda threads: 0.02 if threads == 1 else 0.005, 2),
-                                            (lambda threads: 0.03, 1)],
-                         ids=["four-times-faster-on-two", "no-faster-on-two"])
+                                            (lambda threads: 0.005 if threads == 1 else 0.015, 1)],
+                         ids=["four-times-faster-on-two", "three-times-slower-on-two"])
 def test_every_thread_is_kept_for_a_pass_they_make_at_least_a_quarter_faster(job, pause, threads):
+    """Far from the 1.25× line on each side: timed passes on a loaded
+    machine wander by several milliseconds."""
     assert FASTER_BY == 1.25
     loaded = load_model(job, None, "cpu")
     with using(2):

@@ -153,7 +153,7 @@ def test_a_small_classifier_answers_a_request_on_one_thread_and_gives_the_others
 
     def load(job_dir, snapshot, device):  # a pass slower on two threads, whatever the machine's load
         loaded = load_model(job_dir, snapshot, device)
-        recording.append(Recording(loaded.model, lambda threads: 0.005 if threads == 1 else 0.015))
+        recording.append(Recording(loaded.model, lambda threads: 0.002 if threads == 1 else 0.006))
         return dataclasses.replace(loaded, model=recording[-1])
 
     server = Server(client, f"threads-{uuid.uuid4().hex[:8]}", tmp_path, Models(2, "cpu", load))
@@ -167,7 +167,7 @@ def test_a_small_classifier_answers_a_request_on_one_thread_and_gives_the_others
 
 
 @pytest.mark.parametrize("pause, threads", [(lambda threads: 0.02 if threads == 1 else 0.005, 2),
-                                            (lambda threads: 0.005 if threads == 1 else 0.015, 1)],
+                                            (lambda threads: 0.002 if threads == 1 else 0.006, 1)],
                          ids=["four-times-faster-on-two", "three-times-slower-on-two"])
 def test_every_thread_is_kept_for_a_pass_they_make_at_least_a_quarter_faster(job, pause, threads):
     """Far from the 1.25× line on each side: timed passes on a loaded

@@ -58,3 +58,26 @@ def statuses_seen(page, row: str = "") -> list[str]:
     page's badge, or the list row whose text holds ``row``."""
     shown = [text for where, text in page.evaluate("window.statusesSeen") if row in where]
     return [text for n, text in enumerate(shown) if n == 0 or shown[n - 1] != text]
+
+
+def held_until_enabled(page, script: str, click: str, button: str) -> None:
+    """Click ``click`` (to a page whose form only its ``script`` handles)
+    with that script's download held back, and see ``button`` disabled until
+    the script has run: a click before it would submit the form to the page
+    itself."""
+    from playwright.sync_api import expect
+
+    held = []
+
+    def hold(route) -> None:
+        held.append(route)
+
+    page.route(f"**/{script}", hold)
+    page.click(click)
+    expect(page.locator(button)).to_be_disabled()
+    page.wait_for_timeout(100)
+    expect(page.locator(button)).to_be_disabled()
+    assert held, f"{script} was not asked for"
+    held[0].continue_()
+    page.unroute(f"**/{script}")
+    expect(page.locator(button)).to_be_enabled()

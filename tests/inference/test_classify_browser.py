@@ -6,7 +6,7 @@ import re
 
 from django.contrib.auth.models import User
 
-from tests.browser import needs_chromium, sign_up
+from tests.browser import held_until_enabled, needs_chromium, sign_up
 from tests.evalfiles import trained_model
 from tests.inferfiles import bar_images
 from tests.modelservers import model_server  # noqa: F401  (the fixture)
@@ -20,7 +20,7 @@ def test_classify_an_image_and_see_the_top_5_a_layer_and_where_the_network_looke
     sign_up(page, "ada")
     model = trained_model(User.objects.get(username="ada"), epochs=1)
     page.goto(f"/jobs/{model.pk}/")
-    page.click("#classify-one")
+    held_until_enabled(page, "inference/classify.js", "#classify-one", "#classify-button")
     page.click("#classify-gallery .pick >> nth=1")
     page.check("#classify-visualize")
     page.click("#classify-button")

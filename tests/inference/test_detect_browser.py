@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 
-from tests.browser import needs_chromium, sign_up
+from tests.browser import held_until_enabled, needs_chromium, sign_up
 from tests.detectionfiles import copied_detector, train_detector_once
 from tests.inference.test_detect_one import unseen
 from tests.modelservers import model_server  # noqa: F401  (the fixture)
@@ -37,7 +37,7 @@ def test_detect_then_filter_the_boxes_by_score_and_class_without_asking_again(pa
             and asked.append(request.url))
     page.goto(f"/jobs/{model.pk}/")
     expect(page.locator("#classify-one")).to_have_count(0)
-    page.click("#detect-one")
+    held_until_enabled(page, "inference/detect.js", "#detect-one", "#detect-button")
     page.set_input_files("#detect-image", files=[{"name": "car.png", "mimeType": "image/png", "buffer": unseen()}])
     page.click("#detect-button")
     expect(page.locator("#detect-result")).to_be_visible(timeout=60_000)

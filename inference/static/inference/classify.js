@@ -157,7 +157,9 @@ async function saliencyFor() {
   }
 }
 
+// The button is sent disabled: a click before this script ran would submit the form to the page itself.
 $("classify-form").addEventListener("submit", classify);
+$("classify-button").disabled = false;
 $("saliency-class").addEventListener("change", saliencyFor);
 $("saliency-layer").addEventListener("change", saliencyFor);
 $("classify-image").addEventListener("change", () => {

@@ -107,4 +107,6 @@ for (const toggle of document.querySelectorAll("#detect-classes input[data-class
   toggle.addEventListener("change", redraw);
 }
 $("detect-threshold").addEventListener("input", redraw);
+// The button is sent disabled: a click before this script ran would submit the form to the page itself.
 $("detect-form").addEventListener("submit", detect);
+$("detect-button").disabled = false;

@@ -64,26 +64,44 @@ def _wait(client: redis.Redis, key: str, timeout: float) -> Any:
 
 # The request goes on the list only while the alive key is there, checked and
 # pushed in one trip to Redis: a script, so that no request is left on the
-# list of a server that is not running.
+# list of a server that is not running. Without one, the script answers the
+# request itself (``ABSENT`` on its reply key), so that the wait for the
+# answer can go in the same trip: it returns at once either way.
 _SEND_IF_ALIVE = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('LPUSH', KEYS[3], ARGV[2])
+  redis.call('EXPIRE', KEYS[3], ARGV[3])
+  return 0
+end
 redis.call('LPUSH', KEYS[2], ARGV[1])
 return 1
 """
+ABSENT = "absent"
 
 
-def _sent(client: redis.Redis, prefix: str, request: dict[str, Any]) -> bool:
-    """Whether ``request`` went on the list (False: no model server runs)."""
-    return bool(client.eval(_SEND_IF_ALIVE, 2, alive_key(prefix), requests_key(prefix), json.dumps(request)))
+def _sent_and_first_wait(client: redis.Redis, prefix: str, request: dict[str, Any], timeout: float) -> tuple[bool, Any]:
+    """Whether ``request`` went on the list (False: no model server runs) and
+    the reply, if it came within the first of ``_wait``'s slices: one trip to
+    Redis for a warm model's answer, not one to send and one to wait."""
+    with client.pipeline(transaction=False) as pipe:
+        pipe.eval(_SEND_IF_ALIVE, 3, alive_key(prefix), requests_key(prefix), request["reply"], json.dumps(request),
+                  ABSENT, REPLY_SECONDS)
+        pipe.brpop([request["reply"]], timeout=min(WAIT_SLICE_SECONDS, max(timeout, 0.01)))
+        sent, popped = pipe.execute()
+    return bool(sent), popped
 
 
 def ask(client: redis.Redis, prefix: str, request: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Send ``request`` and wait up to ``timeout`` seconds for its answer."""
     try:
+        started = time.monotonic()
         reply_key = f"{prefix}:modelserver:reply:{uuid.uuid4().hex}"
-        if not _sent(client, prefix, {**request, "reply": reply_key, "deadline": time.time() + timeout}):
+        sent, popped = _sent_and_first_wait(client, prefix, {**request, "reply": reply_key,
+                                                             "deadline": time.time() + timeout}, timeout)
+        if not sent:
             raise ModelServerUnavailable("The model server is not running: start it with `python -m trainer.modelserver`.")
-        popped = _wait(client, reply_key, timeout)
+        if popped is None:
+            popped = _wait(client, reply_key, timeout - (time.monotonic() - started))
     except redis.RedisError as exc:
         raise ModelServerUnavailable(f"The model server cannot be reached: Redis is unavailable ({exc}).") from None
     if popped is None:

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -94,9 +95,31 @@ def test_errors_come_back_with_their_code(served, client):
 
 
 def test_without_a_server_the_client_says_so_at_once(client):
+    prefix = f"nobody-home-{uuid.uuid4().hex}"
+    started = time.monotonic()
     with pytest.raises(modelclient.ModelServerUnavailable, match="not running"):
-        modelclient.classify(client, "nobody-home", 1, b"", timeout=30)
-    assert client.llen(modelclient.requests_key("nobody-home")) == 0  # nothing left for a server started later
+        modelclient.classify(client, prefix, 1, b"", timeout=30)
+    assert time.monotonic() - started < modelclient.WAIT_SLICE_SECONDS / 2  # not one blocked slice
+    assert client.llen(modelclient.requests_key(prefix)) == 0  # nothing left for a server started later
+    assert client.keys(f"{prefix}:*") == []  # nor the script's own answer
+
+
+@pytest.mark.parametrize("after", [0.1, modelclient.WAIT_SLICE_SECONDS + 0.3], ids=["first-slice", "a-later-slice"])
+def test_an_answer_is_taken_whether_it_comes_in_the_first_slice_of_the_wait_or_later(client, after):
+    prefix = f"slow-{uuid.uuid4().hex}"
+    client.set(modelclient.alive_key(prefix), 1, ex=30)
+
+    def answer_late() -> None:
+        request = json.loads(client.brpop([modelclient.requests_key(prefix)], timeout=10)[1])
+        time.sleep(after)
+        client.lpush(request["reply"], json.dumps({"ok": True, "result": {"job": request["job"]}}))
+
+    answering = threading.Thread(target=answer_late)
+    answering.start()
+    try:
+        assert modelclient.classify(client, prefix, 7, b"image", timeout=10) == {"job": 7}
+    finally:
+        answering.join(15)
 
 
 def test_a_request_goes_on_the_list_with_its_reply_key_while_the_alive_key_is_there(client):

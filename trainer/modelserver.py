@@ -111,6 +111,8 @@ class Server:
         self.client, self.prefix, self.data_dir, self.models = client, prefix, data_dir, models
         self.lease = lease  # None on the CPU, which takes no lease
         self.stopping = False
+        self._busy = threading.Event()  # set while a request runs
+        self._keeper: threading.Thread | None = None
 
     def job_dir(self, job: Any) -> Path:
         if not isinstance(job, int) or isinstance(job, bool) or job < 1:
@@ -194,22 +196,26 @@ class Server:
         """While a request runs, a thread keeps what the loop keeps between
         requests: the alive key, or clients would hear that no server runs,
         and the GPU's lease, or a job could take the GPU from under a
-        request that outlasts the lease's time to live."""
-        done = threading.Event()
-
-        def beat() -> None:
-            while not done.wait(POLL_SECONDS):
-                self.say_alive()
-                if self.lease is not None:
-                    self.lease.keep()
-
-        thread = threading.Thread(target=beat, name="kept-up", daemon=True)
-        thread.start()
+        request that outlasts the lease's time to live. One thread, started
+        with the first request and kept: starting and joining one per
+        request put both on every answer's path."""
+        if self._keeper is None:
+            self._keeper = threading.Thread(target=self._keep_up, name="kept-up", daemon=True)
+            self._keeper.start()
+        self._busy.set()
         try:
             yield
         finally:
-            done.set()
-            thread.join()
+            self._busy.clear()
+
+    def _keep_up(self) -> None:
+        while True:
+            self._busy.wait()
+            time.sleep(POLL_SECONDS)
+            if self._busy.is_set():
+                self.say_alive()
+                if self.lease is not None:
+                    self.lease.keep()
 
     def serve(self) -> None:
         requests, alive = modelclient.requests_key(self.prefix), modelclient.alive_key(self.prefix)

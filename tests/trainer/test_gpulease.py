@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import uuid
 
@@ -14,9 +15,10 @@ import redis
 from django.conf import settings
 
 from jobs import leases
+from tests.processes import wait_for
 from trainer import devicelease, modelclient
 from trainer.gpulease import DeviceBusy, GpuLease, device_id
-from trainer.modelserver import ALIVE_SECONDS, Models, Server
+from trainer.modelserver import ALIVE_SECONDS, POLL_SECONDS, Models, Server
 
 
 class Clock:
@@ -138,6 +140,21 @@ def test_a_long_request_keeps_the_server_alive_and_the_gpu_from_jobs_until_it_en
             assert leases.acquire(host, ["gpu0"], 1, job_id=5) is None, "the GPU stays the request's"
             time.sleep(0.2)
     assert leases.holder(host, "gpu0") == lease.holder
+
+
+def test_one_thread_keeps_the_server_up_through_every_request_and_only_while_one_runs(client, tmp_path):
+    prefix = f"kept-{uuid.uuid4().hex[:8]}"
+    server = Server(client, prefix, tmp_path, Models(2, "cpu"))
+    alive = modelclient.alive_key(prefix)
+    keepers = [t.name for t in threading.enumerate()].count("kept-up")  # other servers' in this process
+    for _ in range(3):
+        with server.kept_up():
+            client.delete(alive)
+            wait_for(lambda: client.exists(alive), timeout=10, what="the alive key said again during the request")
+    assert [t.name for t in threading.enumerate()].count("kept-up") == keepers + 1, "one thread for every request"
+    client.delete(alive)
+    time.sleep(POLL_SECONDS * 2.5)
+    assert not client.exists(alive), "between requests the loop says it is alive, not the thread"
 
 
 def test_a_lease_lost_during_a_request_drops_the_models_after_it(lease, host, client, clock, tmp_path):

@@ -31,7 +31,8 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.template.defaultfilters import filesizeformat
-from django.urls import Resolver404, resolve
+
+from web.urlnames import url_name
 
 _large_body_urls: set[str] = set()
 # Methods whose requests carry no body: one announced is refused unread.
@@ -64,10 +65,7 @@ class UploadRoom:
 
 
 def _takes_uploads(path: str) -> bool:
-    try:
-        return resolve(path).url_name in _large_body_urls
-    except Resolver404:
-        return False
+    return url_name(path) in _large_body_urls
 
 
 async def limit_for(scope: dict[str, Any], headers: dict[str, str], uploads: UploadRoom) -> tuple[int, tuple[int, str]]:

@@ -22,10 +22,10 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.http import HttpResponse, QueryDict
-from django.urls import Resolver404, resolve
 from django.utils.http import parse_header_parameters
 
 from web.bodylimit import UserOf
+from web.urlnames import url_name
 
 # A form's fields are a few kilobytes; a body that has not reached its file by
 # then goes to Django unchecked.
@@ -82,10 +82,7 @@ def _disposition(headers: bytes) -> tuple[str | None, bool]:
 def _check_for(scope: dict[str, Any]) -> FieldsCheck | None:
     if scope["type"] != "http" or scope["method"] != "POST":
         return None
-    try:
-        return _checks.get(resolve(scope["path"]).url_name)
-    except Resolver404:
-        return None
+    return _checks.get(url_name(scope["path"]))
 
 
 def _boundary(headers: dict[str, str]) -> bytes | None:

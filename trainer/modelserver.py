@@ -61,8 +61,9 @@ class Held(NamedTuple):
 class Models:
     """Loaded models by (job folder, snapshot asked for), least recently used first."""
 
-    def __init__(self, limit: int, device: str, load: Callable[..., Loaded] = load_model) -> None:
-        self.limit, self.device, self.load = max(limit, 1), device, load
+    def __init__(self, limit: int, device: str, load: Callable[..., Loaded] = load_model,
+                 threads_for: Callable[[Loaded], int] = threads_for_one) -> None:
+        self.limit, self.device, self.load, self.threads_for = max(limit, 1), device, load, threads_for
         self.held: OrderedDict[tuple[str, str | None], tuple[Loaded, float, int]] = OrderedDict()
 
     @staticmethod
@@ -84,7 +85,7 @@ class Models:
                 return Held(loaded, False, threads)
             del self.held[key]
         loaded = self.load(job_dir, snapshot, device=self.device)
-        threads = threads_for_one(loaded)
+        threads = self.threads_for(loaded)
         self.held[key] = (loaded, self._stamp(job_dir, loaded), threads)
         while len(self.held) > self.limit:
             self.held.popitem(last=False)

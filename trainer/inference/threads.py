@@ -12,7 +12,7 @@ thread, 34–42 ms on two).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from statistics import median
 
@@ -40,32 +40,35 @@ def using(threads: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _passes(loaded: Loaded, x: torch.Tensor, threads: int, least: int, seconds: float) -> list[float]:
+Clock = Callable[[], float]
+
+
+def _passes(loaded: Loaded, x: torch.Tensor, threads: int, least: int, seconds: float, clock: Clock) -> list[float]:
     """The seconds of each of at least ``least`` passes on ``threads`` that take ``seconds`` together."""
     times: list[float] = []
     with using(threads):
         while len(times) < least or sum(times) < seconds:
-            start = time.perf_counter()
+            start = clock()
             logits(loaded, x)
-            times.append(time.perf_counter() - start)
+            times.append(clock() - start)
     return times
 
 
-def threads_for_one(loaded: Loaded) -> int:
+def threads_for_one(loaded: Loaded, clock: Clock = time.perf_counter) -> int:
     """The threads for one image's forward pass of a classifying network on
     the CPU: one, unless all of them make it ``FASTER_BY`` faster (medians
     of passes alternated in turns). A model on a GPU, or of a task that does
     not classify (whose network takes another input than one image tensor),
-    keeps them all."""
+    keeps them all. ``clock`` times the passes."""
     available = torch.get_num_threads()
     if loaded.device.type != "cpu" or available == 1 or not loaded.task.offers(CLASSIFY):
         return available
     x = torch.zeros(1, loaded.channels, *loaded.input_size)
-    if median(_passes(loaded, x, available, REPEATS, 0.0)) > LARGE_SECONDS:  # also the warm-up
+    if median(_passes(loaded, x, available, REPEATS, 0.0, clock)) > LARGE_SECONDS:  # also the warm-up
         return available
     one: list[float] = []
     every: list[float] = []
     for _ in range(TURNS):
-        one += _passes(loaded, x, 1, REPEATS, TURN_SECONDS)
-        every += _passes(loaded, x, available, REPEATS, TURN_SECONDS)
+        one += _passes(loaded, x, 1, REPEATS, TURN_SECONDS, clock)
+        every += _passes(loaded, x, available, REPEATS, TURN_SECONDS, clock)
     return available if median(one) >= FASTER_BY * median(every) else 1

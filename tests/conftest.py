@@ -182,3 +182,17 @@ def page(web, refusals, monkeypatch):
         # or it outlives the test and the test database cannot be dropped.
         connections.close_all()
         assert not errors, f"errors in the browser: {errors}"
+
+
+@pytest.fixture(autouse=True)
+def no_connection_left_in_asgirefs_thread():
+    """A test that runs the app's async code with ``asyncio.run`` (the event
+    streams' tests) makes its ``sync_to_async`` calls, outside any request,
+    in asgiref's one thread for such calls, which outlives the test: the
+    database connection it opened there stayed open, and PostgreSQL then
+    refused to drop the test database at the session's end ("being accessed
+    by other users"). Closed after each test."""
+    from asgiref.sync import SyncToAsync
+
+    yield
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=30)

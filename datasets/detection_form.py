@@ -20,9 +20,8 @@ from jobs.forms import TextField
 from trainer.tasks import detection
 from web.numberfield import NumberField
 
-from .forms import BuildForm
+from .forms import FolderOrArchiveForm, padding_field
 
-SOURCES = [("folder", "Folder on the server"), ("archive", "Upload an archive (zip, tar, tar.gz)")]
 # Each format with the layout it expects, one line each.
 LABEL_FORMATS = {
     "auto": ("Auto-detect", "Found from the files: VOC .xml files, a COCO .json, KITTI's image_2 and label_2, or "
@@ -36,7 +35,6 @@ LABEL_FORMATS = {
     "yolo": ("YOLO", "images/ and labels/ with a .txt of the same name each, “class x_centre y_centre width "
                      "height” as fractions, and classes.txt (or obj.names, data.yaml) naming the classes."),
 }
-PAD_MAX = 8192
 
 
 def parse_class_map(text: str) -> dict[str, str] | None:
@@ -66,20 +64,13 @@ def parse_class_map(text: str) -> dict[str, str] | None:
     return mapped or None
 
 
-def _padding(label: str) -> forms.IntegerField:
-    return forms.IntegerField(label=label, required=False, min_value=1, max_value=PAD_MAX, error_messages={
-        "min_value": "A padded size is at least 1 pixel.",
-        "max_value": f"A padded size is at most {PAD_MAX} pixels."})
-
-
-class DetectionDatasetForm(BuildForm):
+class DetectionDatasetForm(FolderOrArchiveForm):
     """Object detection (see the module for its params)."""
 
     title = "New object detection dataset"
     source_template = "datasets/source_detection.html"
-    preview_folder = "folder"
+    folder_missing = "Give the folder of images and labels."
 
-    source = forms.ChoiceField(choices=SOURCES, initial="folder")
     folder = forms.CharField(required=False, label="Images and labels",
                              help_text="The folder holding the images and their labels, laid out as the label format "
                                        "says.")
@@ -92,8 +83,8 @@ class DetectionDatasetForm(BuildForm):
     class_map = TextField(required=False, label="Classes", widget=forms.Textarea(attrs={"rows": 4}),
                           help_text="One line per class to keep: its name, or “name: new name” to rename it (several "
                                     "may share a new name). Classes not listed are left out; blank keeps every class.")
-    pad_width = _padding("Padding width")
-    pad_height = _padding("Padding height")
+    pad_width = padding_field("Padding width")
+    pad_height = padding_field("Padding height")
     min_box_size = NumberField(min_value=0, initial=1, label="Minimum box size", error_messages={
         "min_value": "The minimum box size is 0 (keep every box) or more pixels."},
         help_text="Boxes narrower or lower than this, in pixels of the stored image, are left out; 0 keeps all.")
@@ -111,24 +102,9 @@ class DetectionDatasetForm(BuildForm):
         except ValueError as exc:
             raise forms.ValidationError(str(exc), code="class_map") from None
 
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        if data.get("source") == "folder":
-            if not (data.get("folder") or "").strip():
-                self.add_error("folder", "Give the folder of images and labels.")
-            self._server_path(data, "folder", folder=True)
-        sides = [data.get(f) for f in ("pad_width", "pad_height")]
-        given = [side is not None for side in sides]
-        if any(given) and not all(given) and not any(f in self.errors for f in ("pad_width", "pad_height")):
-            self.add_error("pad_width" if not given[0] else "pad_height",
-                           "Give both padding sides, width and height, or neither.")
-        return data
-
     def source_params(self) -> dict[str, Any]:
         data = self.cleaned_data
-        source = self.archive_params() if data["source"] == "archive" else \
-            {"source": {"type": "folder", "path": data["folder"]}}
-        return {"task": detection.TASK.name, **source, "label_format": data["label_format"],
+        return {"task": detection.TASK.name, **self.folder_or_archive_params(), "label_format": data["label_format"],
                 "class_map": data["class_map"],
                 "placing": {"pad_width": data["pad_width"], "pad_height": data["pad_height"],
                             "min_box_size": data["min_box_size"]}}

@@ -27,10 +27,20 @@ SOURCES = [("folder", "Folder on the server"), ("archive", "Upload an archive (z
            ("lists", "Text lists (path label)")]
 RESIZE_MODE_LABELS = ("Squash", "Crop", "Fill (with noise)", "Half crop, half fill")
 LIST_FIELDS = ("train_list", "val_list", "test_list", "labels_file")
+# The sources of a task whose labels are files beside the images.
+FOLDER_OR_ARCHIVE = SOURCES[:2]
+PAD_MAX = 8192
 
 
 def _optional_int(label: str, minimum: int = 0, **kwargs: Any) -> forms.IntegerField:
     return forms.IntegerField(label=label, required=False, min_value=minimum, **kwargs)
+
+
+def padding_field(label: str) -> forms.IntegerField:
+    """A side of DIGITS' padding (``trainer.buildplan.pad_to``), in pixels; blank for none."""
+    return forms.IntegerField(label=label, required=False, min_value=1, max_value=PAD_MAX, error_messages={
+        "min_value": "A padded size is at least 1 pixel.",
+        "max_value": f"A padded size is at most {PAD_MAX} pixels."})
 
 
 class BuildForm(JobFieldsForm):
@@ -87,6 +97,13 @@ class BuildForm(JobFieldsForm):
         except ArchiveError as exc:
             self.add_error("archive", str(exc))
 
+    def _clean_padding(self, data: dict[str, Any]) -> None:
+        """Both sides of the padding (``padding_field``s ``pad_width`` and ``pad_height``) or neither."""
+        given = [data.get(side) is not None for side in ("pad_width", "pad_height")]
+        if any(given) and not all(given) and not any(f in self.errors for f in ("pad_width", "pad_height")):
+            self.add_error("pad_width" if not given[0] else "pad_height",
+                           "Give both padding sides, width and height, or neither.")
+
     def _server_path(self, data: dict[str, Any], field: str, folder: bool) -> None:
         """The field's server path made absolute when it is allowed and is a
         folder (or a file); otherwise an error on the field."""
@@ -139,6 +156,33 @@ class BuildForm(JobFieldsForm):
 
         return services.submit(owner, "dataset", data["name"], self.params(), {"device": "cpu", "count": 1},
                                group=data["group"], notes=data["notes"], prepare=store_uploads if uploads else None)
+
+
+class FolderOrArchiveForm(BuildForm):
+    """A task's form whose labels are files beside the images: the source is
+    a server folder holding both or an uploaded archive of both. A form
+    gives the fields' labels and help, and the sentence asking for the folder."""
+
+    folder_missing = ""
+    preview_folder = "folder"
+
+    source = forms.ChoiceField(choices=FOLDER_OR_ARCHIVE, initial="folder")
+    folder = forms.CharField(required=False)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("source") == "folder":
+            if not (data.get("folder") or "").strip():
+                self.add_error("folder", self.folder_missing)
+            self._server_path(data, "folder", folder=True)
+        self._clean_padding(data)
+        return data
+
+    def folder_or_archive_params(self) -> dict[str, Any]:
+        """The params of the source: the archive's, or ``{"type": "folder", "path"}``."""
+        data = self.cleaned_data
+        return self.archive_params() if data["source"] == "archive" else \
+            {"source": {"type": "folder", "path": data["folder"]}}
 
 
 class DatasetForm(BuildForm):

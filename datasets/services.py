@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 
 from jobs.models import Job
 from trainer import jobfiles
@@ -78,6 +79,25 @@ def drawn_targets(info: dict[str, Any], reader: SplitReader, positions: np.ndarr
     targets = task_of(info).targets
     return {"classes": info["classes"], "width": width, "height": height,
             "images": {str(int(i)): targets.shown(reader.targets, int(i)) for i in positions}}
+
+
+def drawn_masks(job: Job, info: dict[str, Any], split: str) -> dict[str, Any]:
+    """What the gallery needs to colour the masks of ``split``: the
+    ``classes``, their ``colours`` (``class_colours``),
+    the stored images' ``width`` and ``height``, and the address of a mask
+    with ``{index}`` in it (``mask_url``)."""
+    height, width = info["image_shape"][:2]
+    url = reverse("dataset-mask", args=[job.pk, split, 0]).removesuffix("0.png") + "{index}.png"
+    return {"classes": info["classes"], "colours": class_colours(info), "width": width, "height": height,
+            "mask_url": url}
+
+
+def class_colours(info: dict[str, Any]) -> list[str]:
+    """Each class's colour as CSS (``#rrggbb``), from the manifest's
+    ``labelling`` (a segmentation dataset's); classes past its colours are grey."""
+    given = (info.get("labelling") or {}).get("colours") or []
+    return ["#{:02x}{:02x}{:02x}".format(*given[index]) if index < len(given) else "#808080"
+            for index in range(len(info["classes"]))]
 
 
 def disk_size(job: Job) -> int:

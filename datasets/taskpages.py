@@ -18,11 +18,12 @@ from django.http import QueryDict
 
 from jobs.models import Job
 from trainer.detection.coco_export import write_coco_zip
-from trainer.tasks import DEFAULT, TASKS, Task, classification, detection
+from trainer.tasks import DEFAULT, TASKS, Task, classification, detection, segmentation
 
-from . import detection_pages
+from . import detection_pages, segmentation_pages
 from .detection_form import DetectionDatasetForm
 from .forms import BuildForm, DatasetForm, defaults
+from .segmentation_form import SegmentationDatasetForm
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,9 @@ class TaskPages:
     # and what that template is given: section(job, manifest) -> context.
     section: str = ""
     section_context: Callable[[Job, dict[str, Any]], dict[str, Any]] | None = None
-    # Whether the gallery draws each image's targets over it (``shown``'s boxes).
-    draws_boxes: bool = False
+    # What the gallery draws over each image: "" nothing, "boxes" (its
+    # targets' ``shown``), "masks" (its mask, ``mask``, coloured by class).
+    overlay: str = ""
     # What writes one of its built datasets (a folder) as a COCO zip to a
     # stream, when its datasets download as COCO.
     coco_export: Callable[[Path, IO[bytes]], None] | None = None
@@ -42,8 +44,10 @@ class TaskPages:
 PAGES: dict[str, TaskPages] = {
     classification.TASK.name: TaskPages(DatasetForm),
     detection.TASK.name: TaskPages(DetectionDatasetForm, section="datasets/section_detection.html",
-                                   section_context=detection_pages.section_context, draws_boxes=True,
+                                   section_context=detection_pages.section_context, overlay="boxes",
                                    coco_export=write_coco_zip),
+    segmentation.TASK.name: TaskPages(SegmentationDatasetForm, section="datasets/section_segmentation.html",
+                                      section_context=segmentation_pages.section_context, overlay="masks"),
 }
 if set(PAGES) != set(TASKS):
     raise ImportError(f"The dataset pages know the tasks {sorted(PAGES)}, the registry {sorted(TASKS)}.")

@@ -11,6 +11,7 @@ urlpatterns = [
     path("datasets/<int:job_id>/skipped.json", views.skipped_report, name="dataset-skipped"),
     path("datasets/<int:job_id>/coco.zip", views.coco_zip, name="dataset-coco"),
     path("datasets/<int:job_id>/images/<str:split>/<int:index>.png", views.image, name="dataset-image"),
+    path("datasets/<int:job_id>/masks/<str:split>/<int:index>.png", views.mask, name="dataset-mask"),
 ]
 
 api_urlpatterns = [

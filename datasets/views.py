@@ -210,10 +210,13 @@ def explore(request: HttpRequest, job_id: int) -> HttpResponse:
     shown = indices[(page - 1) * size: page * size]
     items = [{"index": int(i), "label": ", ".join(info["classes"][c] for c in targets.classes_of(reader.targets, int(i)))}
              for i in shown]
-    drawn = services.drawn_targets(info, reader, shown) if taskpages.pages(task_of(info)).draws_boxes else None
+    overlay = taskpages.pages(task_of(info)).overlay
+    drawn = services.drawn_targets(info, reader, shown) if overlay == "boxes" else None
+    masks = services.drawn_masks(job, info, split) if overlay == "masks" else None
     return render(request, "datasets/explore.html", {
         "job": job, "info": info, "split": split, "splits": splits, "size": size, "sizes": PAGE_SIZES,
         "chosen": chosen, "page": page, "pages": pages, "items": items, "total": len(indices), "drawn": drawn,
+        "masks": masks,
     })
 
 
@@ -227,6 +230,23 @@ def image(request: HttpRequest, job_id: int, split: str, index: int) -> HttpResp
     if index >= len(reader):
         raise Http404("No such image.")
     response = HttpResponse(png_bytes(reader.image(index)), content_type="image/png")
+    response["Cache-Control"] = "private, max-age=86400"
+    return response
+
+
+@login_required
+def mask(request: HttpRequest, job_id: int, split: str, index: int) -> HttpResponse:
+    """An image's mask as a grayscale PNG of class indices (255: ignored),
+    which the gallery colours; a 404 for a dataset whose gallery draws none."""
+    job = services.job_or_404(job_id)
+    info = services.manifest(job)
+    if info is None or split not in services.SPLITS or taskpages.pages(task_of(info)).overlay != "masks":
+        raise Http404("No such mask.")
+    reader = services.reader(job, split, info)
+    if index >= len(reader):
+        raise Http404("No such mask.")
+    response = HttpResponse(png_bytes(task_of(info).targets.mask(reader.targets, index)[:, :, None]),
+                            content_type="image/png")
     response["Cache-Control"] = "private, max-age=86400"
     return response
 

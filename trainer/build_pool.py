@@ -113,8 +113,8 @@ def decode(task: Task) -> Result:
         return index, False, None, None, "a link to a file outside the folders this server may read", None, {}
     try:
         padded = pad_to(o)  # a padding size is in the source's pixels: no draft decode
-        image, shown = load_image_sized(_source(path, member), o["channels"],
-                                        draft=None if padded else (o["width"], o["height"]), resize_mode=o["resize_mode"])
+        draft = (o["width"], o["height"]) if o["targets"].allows_draft and not padded else None
+        image, shown = load_image_sized(_source(path, member), o["channels"], draft=draft, resize_mode=o["resize_mode"])
         target, counted = o["targets"].placed(planned, shown, image.size, o)
         pixels = resize(image, o["width"], o["height"], o["resize_mode"], np.random.default_rng([o["seed"], index]),
                         padded)

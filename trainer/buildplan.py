@@ -6,7 +6,8 @@ decodes, resizes and stores it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, field
 from typing import Any
 
 from .archives import Entry
@@ -38,6 +39,18 @@ class Plan:
     # Files left out, each {"path", "class", "split", "reason"} ("class" may be "").
     skipped: list[dict[str, Any]]
     warnings: list[str]
+    # What the planner read of the source that the dataset's pages show
+    # (how its labels were read, their colours), the manifest's ``labelling``.
+    labelling: dict[str, Any] = field(default_factory=dict)
+    # The classes are the indices the stored targets hold, none named by the
+    # source: once the build has stored them all, ``classes`` is "class 0"
+    # to the highest found.
+    unnamed_classes: bool = False
+
+
+def numbered_classes(count: int) -> list[str]:
+    """The names of ``count`` classes the source did not name."""
+    return [f"class {index}" for index in range(count)]
 
 
 def pad_to(options: dict[str, Any]) -> tuple[int, int] | None:
@@ -56,3 +69,17 @@ def split_counts(n: int, val_percent: float, test_percent: float) -> tuple[int, 
         else:
             n_test -= 1
     return n_val, n_test
+
+
+def split_by_percentages(items: list[Item], given: list[str | None], config: dict[str, Any]) -> None:
+    """Images the source put in a split keep it; the others are shuffled (seeded) and split by the percentages."""
+    free = []
+    for item, split in zip(items, given, strict=True):
+        if split is not None:
+            item.split = split
+        else:
+            free.append(item)
+    random.Random(config["seed"]).shuffle(free)
+    n_val, n_test = split_counts(len(free), config["val_percent"], config["test_percent"])
+    for position, item in enumerate(free):
+        item.split = "val" if position < n_val else "test" if position < n_val + n_test else "train"

@@ -35,7 +35,7 @@ from . import diskspace, eventkinds, eventlog, jobfiles
 from .archives import ArchiveError, MemberReader
 from .build_pool import MeanSums, decode_batch, init_worker
 from .buildfolder import building
-from .buildplan import SPLITS, UNCOMPRESSED_ARCHIVE, BuildError, Plan
+from .buildplan import SPLITS, UNCOMPRESSED_ARCHIVE, BuildError, Plan, numbered_classes
 from .children import fork_pool
 from .datastore import EncodedSplitWriter, RawSplitWriter, images_file
 from .jobmain import failed, finished, job_config
@@ -121,7 +121,8 @@ def build(config: dict[str, Any], job_dir: Path, partial: Path) -> dict[str, Any
     skipped = list(plan_.skipped)
     progress = Progress(job_dir, len(plan_.items))
     processes = os.cpu_count() or 1
-    print(f"decoding {len(plan_.items)} files of {len(plan_.classes)} classes with {processes} processes", flush=True)
+    classes = "classes named by their indices" if plan_.unnamed_classes else f"{len(plan_.classes)} classes"
+    print(f"decoding {len(plan_.items)} files of {classes} with {processes} processes", flush=True)
     options = {k: config[k] for k in ("channels", "width", "height", "resize_mode", "seed", "encoding")}
     options.update(quality=config.get("quality", 90), roots=roots, archive=archive, targets=targets,
                    placing=config.get("placing") or {}, slots={s: w.slots() for s, w in writers.items()} if raw else {})
@@ -152,6 +153,8 @@ def build(config: dict[str, Any], job_dir: Path, partial: Path) -> dict[str, Any
     progress.update(len(plan_.items), force=True)
     if sum(counted.images.values()) == 0:
         raise BuildError(f"None of the {len(plan_.items)} files could be used as an image; see the skipped-file report.")
+    if plan_.unnamed_classes:
+        plan_.classes = numbered_classes(1 + max((c for found in counted.per_class.values() for c in found), default=0))
     mean_sum = mean.total() if mean is not None else None
     images_sha256 = {images_file(split, config["encoding"]): checksums[split].hexdigest() for split in SPLITS}
     return _finish(config, partial, plan_, counted, skipped, mean_sum, images_sha256, started)
@@ -184,6 +187,7 @@ def _finish(config, partial, plan, counted: Counted, skipped, mean_sum, images_s
         "target_counts": dict(counted.placing),
         "skipped": {"total": len(skipped), "per_class": {k: dict(v) for k, v in skipped_per_class.items()}},
         "warnings": plan.warnings,
+        "labelling": plan.labelling,
         "mean": mean_file,
         "seconds": round(time.monotonic() - started, 3),
     }

@@ -69,7 +69,7 @@ class RawSplitWriter:
             # with SIGBUS when they write into the mapped slots.
             os.posix_fallocate(handle.fileno(), 0, self.header_length + capacity * self.image_bytes)
         self.valid = np.zeros(capacity, dtype=bool)
-        self.targets = targets.writer(capacity)
+        self.targets = targets.writer(folder, split, capacity)
 
     @property
     def count(self) -> int:
@@ -114,7 +114,7 @@ class EncodedSplitWriter:
         self.encoding, self.quality = encoding, quality
         self.count = 0
         self.offset = 0
-        self.targets = targets.writer(capacity)
+        self.targets = targets.writer(folder, split, capacity)
         self.images = open(folder / images_file(split, encoding), "wb")
         self.index = open(folder / f"{split}-index.bin", "wb")
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 import io
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import IO, TypeVar
 
 import numpy as np
 from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
@@ -28,6 +30,8 @@ SCALING_MODES = ("crop", "fill", "half_crop")  # keep the aspect ratio, then cro
 # a fraction of LANCZOS' cost; datasets are resized once, trained on many times.
 RESAMPLE = Image.Resampling.BILINEAR
 TURNED_ORIENTATIONS = (5, 6, 7, 8)  # EXIF orientations that swap width and height
+
+_Decoded = TypeVar("_Decoded")
 
 
 class ImageError(Exception):
@@ -61,15 +65,27 @@ def load_image_sized(source: str | os.PathLike | bytes, channels: int, draft: tu
     throw away (DCT scaling by 2, 4 or 8): the decoded image stays at least
     as large as the resize scales it to, so the resize still only shrinks.
     """
+    return _reading(source, lambda handle: _decode(handle, channels, draft, resize_mode, max_pixels))
+
+
+def load_label_image(source: str | os.PathLike | bytes, max_pixels: int | None = None) -> Image.Image:
+    """Decode a label image (``source``, a path or bytes) as shown (after its
+    EXIF rotation) in the mode it is stored in: palette indices stay indices,
+    16-bit values stay 16-bit. The same refusals as ``load_image_sized``."""
+    return _reading(source, lambda handle: _decode_kept(handle, max_pixels))
+
+
+def _reading(source: str | os.PathLike | bytes, decode: Callable[[IO[bytes]], _Decoded]) -> _Decoded:
+    """``decode`` of the opened source, its failures as ``ImageError``."""
     try:
         if isinstance(source, bytes | bytearray):
             if not source:
                 raise ImageError("empty file")
-            return _decode(io.BytesIO(source), channels, draft, resize_mode, max_pixels)
+            return decode(io.BytesIO(source))
         if os.path.getsize(source) == 0:
             raise ImageError("empty file")
         with open(source, "rb") as handle:
-            return _decode(handle, channels, draft, resize_mode, max_pixels)
+            return decode(handle)
     except ImageError:
         raise
     except Image.DecompressionBombError as exc:
@@ -84,6 +100,25 @@ def load_image_sized(source: str | os.PathLike | bytes, channels: int, draft: tu
         raise ImageError(f"truncated or corrupt image: {exc}") from None
 
 
+def _refuse_too_many(width: int, height: int, max_pixels: int | None) -> None:
+    if max_pixels and width * height > max_pixels:
+        raise ImageError(f"{width} × {height} is {width * height / 1e6:.1f} megapixels; "
+                         f"at most {max_pixels / 1e6:.1f} megapixels are accepted")
+
+
+def _decode_kept(handle: IO[bytes], max_pixels: int | None) -> Image.Image:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        try:
+            with Image.open(handle, formats=ALLOWED_FORMATS) as image:
+                image.seek(0)
+                _refuse_too_many(*image.size, max_pixels)
+                image.load()
+                return ImageOps.exif_transpose(image)
+        except Image.DecompressionBombWarning as exc:
+            raise ImageError(f"refused as a possible decompression bomb: {exc}") from None
+
+
 def _decode(handle, channels: int, draft: tuple[int, int] | None, resize_mode: str,
             max_pixels: int | None) -> tuple[Image.Image, tuple[int, int]]:
     with warnings.catch_warnings():
@@ -92,9 +127,7 @@ def _decode(handle, channels: int, draft: tuple[int, int] | None, resize_mode: s
             with Image.open(handle, formats=ALLOWED_FORMATS) as image:
                 image.seek(0)  # the first frame of an animation
                 width, height = image.size
-                if max_pixels and width * height > max_pixels:
-                    raise ImageError(f"{width} × {height} is {width * height / 1e6:.1f} megapixels; "
-                                     f"at most {max_pixels / 1e6:.1f} megapixels are accepted")
+                _refuse_too_many(width, height, max_pixels)
                 turned = image.getexif().get(ExifTags.Base.Orientation, 1) in TURNED_ORIENTATIONS
                 shown = (height, width) if turned else (width, height)
                 if draft and image.format == "JPEG":
@@ -217,15 +250,17 @@ def placement(image_width: int, image_height: int, width: int, height: int, mode
     return Placement((image_width, image_height), pad_to, scaled, crop, pad, (width, height))
 
 
-def _fit_axis(pixels: np.ndarray, axis: int, target: int, crop: int, pad: int, rng: np.random.Generator) -> np.ndarray:
-    """Crop one axis to ``target`` from ``crop``, or pad it (with noise) to ``target`` placing it at ``pad``."""
+def _fit_axis(pixels: np.ndarray, axis: int, target: int, crop: int, pad: int,
+              border: Callable[[list[int]], np.ndarray]) -> np.ndarray:
+    """Crop one axis to ``target`` from ``crop``, or pad it to ``target`` placing
+    it at ``pad`` in an array ``border`` makes of the padded shape."""
     have = pixels.shape[axis]
     if have > target:
         return pixels.take(range(crop, crop + target), axis=axis)
     if have < target:
         shape = list(pixels.shape)
         shape[axis] = target
-        out = _noise(rng, *shape)
+        out = border(shape)
         index = [slice(None)] * 3
         index[axis] = slice(pad, pad + have)
         out[tuple(index)] = pixels
@@ -247,8 +282,36 @@ def place(image: Image.Image, where: Placement, rng: np.random.Generator) -> np.
         image = canvas
     if image.size != where.scaled:
         image = image.resize(where.scaled, RESAMPLE)
-    pixels = _fit_axis(to_array(image), 0, where.size[1], where.crop[1], where.pad[1], rng)
-    return _fit_axis(pixels, 1, where.size[0], where.crop[0], where.pad[0], rng)
+
+    def noise(shape: list[int]) -> np.ndarray:
+        return _noise(rng, *shape)
+
+    pixels = _fit_axis(to_array(image), 0, where.size[1], where.crop[1], where.pad[1], noise)
+    return _fit_axis(pixels, 1, where.size[0], where.crop[0], where.pad[0], noise)
+
+
+def place_labels(labels: np.ndarray, where: Placement, fill: int) -> np.ndarray:
+    """Apply ``where`` to a label image (H×W uint8, one value a pixel: a
+    class index) exactly as ``place`` applies it to its image's pixels, by
+    nearest neighbour so that no value is made up: the same pixel centres
+    are sampled, so a label stays over the pixels it labels. Padding and the
+    border of fill and half_crop are ``fill``. Returns (height, width) uint8."""
+    if labels.shape[::-1] != where.image:
+        raise ValueError(f"the placement is for a {where.image[0]}×{where.image[1]} image, not "
+                         f"{labels.shape[1]}×{labels.shape[0]}")
+    image = Image.fromarray(np.ascontiguousarray(labels, dtype=np.uint8), "L")
+    if where.pad_to is not None and where.pad_to != image.size:
+        canvas = Image.new("L", where.pad_to, fill)
+        canvas.paste(image, (0, 0))
+        image = canvas
+    if image.size != where.scaled:
+        image = image.resize(where.scaled, Image.Resampling.NEAREST)
+
+    def filled(shape: list[int]) -> np.ndarray:
+        return np.full(shape, fill, dtype=np.uint8)
+
+    placed = _fit_axis(to_array(image), 0, where.size[1], where.crop[1], where.pad[1], filled)
+    return _fit_axis(placed, 1, where.size[0], where.crop[0], where.pad[0], filled)[:, :, 0]
 
 
 def resize(image: Image.Image, width: int, height: int, mode: str, rng: np.random.Generator,

@@ -37,6 +37,11 @@ class TargetWriter(Protocol):
 
 
 class TargetFormat(Protocol):
+    # Whether the build may decode a JPEG at a reduced size (a draft) before
+    # resizing it, which moves its pixels by less than one of the stored
+    # image's: not for a target placed pixel for pixel (a mask).
+    allows_draft: bool
+
     def file(self, split: str) -> str: ...
 
     def placed(self, planned: Any, shown_size: tuple[int, int], decoded_size: tuple[int, int],
@@ -57,7 +62,9 @@ class TargetFormat(Protocol):
         """The class a skipped image's report names ("" when not one)."""
         ...
 
-    def writer(self, capacity: int) -> TargetWriter: ...
+    def writer(self, folder: Path, split: str, capacity: int) -> TargetWriter:
+        """The writer of a split's targets in the build's ``folder``, where it may spool them."""
+        ...
 
     def read(self, folder: Path, split: str) -> np.ndarray: ...
 
@@ -80,6 +87,8 @@ class TargetFormat(Protocol):
 class ClassLabels:
     """One class index an image (int32): ``<split>-labels.npy``."""
 
+    allows_draft = True
+
     def file(self, split: str) -> str:
         return f"{split}-labels.npy"
 
@@ -93,7 +102,7 @@ class ClassLabels:
     def planned_class(self, planned: Any, classes: list[str]) -> str:
         return classes[int(planned)]
 
-    def writer(self, capacity: int) -> TargetWriter:
+    def writer(self, folder: Path, split: str, capacity: int) -> TargetWriter:
         return _LabelWriter(self, capacity)
 
     def read(self, folder: Path, split: str) -> np.ndarray:

@@ -101,14 +101,14 @@ def _page_defaults():
 
 
 def test_an_unknown_task_is_refused_naming_the_tasks(client, roots):
-    message = "There is no task “segmentation”: the tasks are classification, detection."
-    answer = create(client, task="segmentation", source="folder", folder="imports/kitti")
+    message = "There is no task “keypoints”: the tasks are classification, detection, segmentation."
+    answer = create(client, task="keypoints", source="folder", folder="imports/kitti")
     assert answer.status_code == 400
     assert answer.json()["errors"]["task"][0]["message"] == message and message in answer.json()["error"]
     assert create(client, task=["detection"]).status_code == 400
-    page = client.get("/datasets/new/?task=segmentation")
+    page = client.get("/datasets/new/?task=keypoints")
     assert page.status_code == 400 and message in html.unescape(page.content.decode())
-    posted = client.post("/datasets/new/", {"name": "x", "task": "segmentation"}, headers={"Accept": "application/json"})
+    posted = client.post("/datasets/new/", {"name": "x", "task": "keypoints"}, headers={"Accept": "application/json"})
     assert posted.status_code == 400 and posted.json()["errors"]["task"][0]["message"] == message
 
 

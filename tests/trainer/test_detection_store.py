@@ -4,6 +4,7 @@ read of it, and its export to COCO."""
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,7 +29,7 @@ IMAGES = [
 
 
 def stored(tmp_path, images=IMAGES, split="train"):
-    writer = Boxes().writer(len(images))
+    writer = Boxes().writer(Path("unused"), "train", len(images))
     for slot, rows in enumerate(images):
         writer.put(slot, rows)
     writer.save(tmp_path, split, np.arange(len(images)))
@@ -37,7 +38,7 @@ def stored(tmp_path, images=IMAGES, split="train"):
 
 def test_boxes_keep_the_images_stored_padded_to_the_most_boxes_any_of_them_has(tmp_path):
     boxes = Boxes()
-    writer = boxes.writer(4)
+    writer = boxes.writer(Path("unused"), "train", 4)
     writer.put(0, IMAGES[0])
     writer.put(1, np.ones((5, 6), dtype=np.float32))  # a file that could not be decoded: not kept
     writer.put(2, [])
@@ -81,7 +82,7 @@ def test_a_raw_split_reads_back_each_image_with_its_own_boxes(tmp_path):
 ])
 def test_the_writer_refuses_rows_that_break_the_layout(rows, reason):
     with pytest.raises(ValueError, match=reason):
-        Boxes().writer(1).put(0, rows)
+        Boxes().writer(Path("unused"), "train", 1).put(0, rows)
 
 
 def test_the_pages_find_an_images_classes_and_draw_its_boxes_and_ignore_regions(tmp_path):

@@ -1,5 +1,7 @@
 """A task's target format in the store: classification's class labels."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ from trainer.tasks import task_of
 
 def test_class_labels_keep_the_targets_of_the_images_stored_in_store_order(tmp_path):
     labels = ClassLabels()
-    writer = labels.writer(5)
+    writer = labels.writer(Path("unused"), "train", 5)
     for slot, label in enumerate([3, 1, 4, 1, 5]):
         writer.put(slot, label)
     writer.save(tmp_path, "val", np.array([0, 2, 4]))  # slots 1 and 3 were skipped

@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import Any
 
-from ..archives import Entry, Listing
+from ..archives import Entry, Limits, Listing, MemberReader, list_members
+from ..buildplan import UNCOMPRESSED_ARCHIVE, BuildError
 from ..dataset_sources import SourceError, inside
 from .annotations import Problem
 
@@ -139,3 +141,20 @@ class ArchiveFiles(SourceFiles):
 
     def _read(self, full_name: str) -> bytes:
         return self.listing.reader.read(self._entries[full_name])
+
+
+def open_source(config: dict[str, Any], partial: Path, task: str) -> tuple[SourceFiles, MemberReader | None]:
+    """The files of a build's source (``config["source"]``: a server folder,
+    or an uploaded archive checked against its limits, a compressed tar
+    decompressed into ``partial``), and the reader of the archive's members
+    for the build's pool. BuildError for another kind of source (``task``
+    names the dataset's task in the message)."""
+    source = config["source"]
+    if source["type"] == "archive":
+        print("checking the archive…", flush=True)
+        listing = list_members(Path(source["path"]), partial / UNCOMPRESSED_ARCHIVE,
+                               Limits(**config.get("archive_limits", {})))
+        return ArchiveFiles(listing), listing.reader
+    if source["type"] == "folder":
+        return FolderFiles(Path(source["path"])), None
+    raise BuildError(f"A {task} dataset is read from a folder or an archive, not from {source['type']}.")

@@ -73,6 +73,8 @@ class Boxes:
     be 0); ValueError for rows that break it. The build's ``placed`` takes
     ``PlannedBoxes``."""
 
+    allows_draft = True
+
     def file(self, split: str) -> str:
         return f"{split}-boxes.npy"
 
@@ -112,7 +114,7 @@ class Boxes:
     def planned_class(self, planned: PlannedBoxes, classes: list[str]) -> str:
         return ""
 
-    def writer(self, capacity: int) -> _BoxWriter:
+    def writer(self, folder: Path, split: str, capacity: int) -> _BoxWriter:
         return _BoxWriter(self, capacity)
 
     def read(self, folder: Path, split: str) -> np.ndarray:

@@ -8,20 +8,19 @@ in it; the others are split by the percentages."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from trainer import diskspace
-from trainer.archives import ArchiveError, Limits, MemberReader, list_members
-from trainer.buildplan import UNCOMPRESSED_ARCHIVE, BuildError, Item, Plan, split_counts
+from trainer.archives import ArchiveError, MemberReader
+from trainer.buildplan import BuildError, Item, Plan, split_by_percentages
 from trainer.dataset_sources import SourceError
 from trainer.detection.annotations import Annotated, Box, Found
 from trainer.detection.common import ImportOptions
 from trainer.detection.importer import chosen_format, read_source
-from trainer.detection.sourcefiles import ArchiveFiles, FolderFiles, SourceFiles
+from trainer.detection.sourcefiles import SourceFiles, open_source
 from trainer.detection.targets import DIFFICULT, IGNORE, NO_CLASS, PlannedBoxes
 
 # The reasons an import with no usable image fails with.
@@ -29,19 +28,8 @@ FIRST_REASONS = 5
 
 
 def plan(config: dict[str, Any], partial: Path, roots: list[Path]) -> tuple[Plan, MemberReader | None]:
-    source = config["source"]
-    reader = None
     try:
-        if source["type"] == "archive":
-            print("checking the archive…", flush=True)
-            listing = list_members(Path(source["path"]), partial / UNCOMPRESSED_ARCHIVE,
-                                   Limits(**config.get("archive_limits", {})))
-            files: SourceFiles = ArchiveFiles(listing)
-            reader = listing.reader
-        elif source["type"] == "folder":
-            files = FolderFiles(Path(source["path"]))
-        else:
-            raise BuildError(f"A detection dataset is read from a folder or an archive, not from {source['type']}.")
+        files, reader = open_source(config, partial, "detection")
         chosen = config.get("label_format") or "auto"
         label_format = chosen_format(files, chosen)
         if chosen == "auto":
@@ -57,7 +45,7 @@ def plan(config: dict[str, Any], partial: Path, roots: list[Path]) -> tuple[Plan
         reasons = "; ".join(str(problem) for problem in found.problems[:FIRST_REASONS]) or "it holds no labelled image"
         raise BuildError(f"No usable image in the source: {reasons}.")
     items = [_item(files, annotated, found) for annotated in found.images]
-    _split(items, [annotated.split for annotated in found.images], config)
+    split_by_percentages(items, [annotated.split for annotated in found.images], config)
     return Plan(found.classes, items, skipped, []), reader
 
 
@@ -86,17 +74,3 @@ def planned_boxes(annotated: Annotated, classes: list[str]) -> PlannedBoxes:
     sources = [f"{label_file}, line {box.line}" if box.line is not None else label_file
                for box in [*annotated.boxes, *annotated.ignore]]
     return PlannedBoxes(np.array(rows, dtype=np.float64).reshape(-1, 6), annotated.fractions, sources)
-
-
-def _split(items: list[Item], given: list[str | None], config: dict[str, Any]) -> None:
-    """Images the source put in a split keep it; the others are shuffled (seeded) and split by the percentages."""
-    free = []
-    for item, split in zip(items, given, strict=True):
-        if split is not None:
-            item.split = split
-        else:
-            free.append(item)
-    random.Random(config["seed"]).shuffle(free)
-    n_val, n_test = split_counts(len(free), config["val_percent"], config["test_percent"])
-    for position, item in enumerate(free):
-        item.split = "val" if position < n_val else "test" if position < n_val + n_test else "train"

@@ -23,17 +23,18 @@ function showQuality() { quality.hidden = encoding.value !== "jpeg"; }
 encoding.addEventListener("change", showQuality);
 showQuality();
 
-// A detection form's label formats: the chosen one's layout stands out.
-const labelFormat = form.querySelector("#id_label_format");
-function showFormat() {
-  for (const line of form.querySelectorAll("#label-formats [data-format]")) {
-    line.classList.toggle("chosen", line.dataset.format === labelFormat.value);
-  }
+// A detection form's label formats and a segmentation form's layouts: the
+// chosen one's help stands out.
+function highlightChosen(select, lines, key) {
+  if (!select) return;
+  const show = () => {
+    for (const line of form.querySelectorAll(lines)) line.classList.toggle("chosen", line.dataset[key] === select.value);
+  };
+  select.addEventListener("change", show);
+  show();
 }
-if (labelFormat) {
-  labelFormat.addEventListener("change", showFormat);
-  showFormat();
-}
+highlightChosen(form.querySelector("#id_label_format"), "#label-formats [data-format]", "format");
+highlightChosen(form.querySelector("#id_layout"), "#layouts [data-layout]", "layout");
 
 // Folder browser, limited to the server's dataset roots.
 const browser = document.getElementById("folder-browser");

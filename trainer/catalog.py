@@ -69,6 +69,23 @@ DETECTION_NETWORKS: dict[str, NetworkInfo] = {info.name: info for info in (
                 "The original single-shot detector; images resized to 300×300, 36M parameters."),
 )}
 
+SEGMENTATION = (520, 520)  # the crops torchvision trained its segmentation models on
+
+# Semantic segmentation's networks, trained from scratch (``trainer.tasks.segmentation_training``).
+SEGMENTATION_NETWORKS: dict[str, NetworkInfo] = {info.name: info for info in (
+    NetworkInfo("unet", "U-Net (small)", "https://arxiv.org/abs/1505.04597", (256, 256),
+                "An encoder of three poolings and a decoder with skip connections, 16 to 128 channels (0.5M "
+                "parameters): for small datasets and medical images, any number of channels."),
+    NetworkInfo("lraspp_mobilenet_v3_large", "LR-ASPP MobileNetV3-Large", "https://arxiv.org/abs/1905.02244",
+                SEGMENTATION, "A light segmentation head on MobileNetV3-Large, 3M parameters."),
+    NetworkInfo("deeplabv3_mobilenet_v3_large", "DeepLabV3 MobileNetV3-Large", "https://arxiv.org/abs/1706.05587",
+                SEGMENTATION, "Atrous spatial pyramid pooling on MobileNetV3-Large, 11M parameters."),
+    NetworkInfo("deeplabv3_resnet50", "DeepLabV3 ResNet-50", "https://arxiv.org/abs/1706.05587", SEGMENTATION,
+                "Atrous spatial pyramid pooling on a dilated ResNet-50 (output stride 8), 39M parameters."),
+    NetworkInfo("fcn_resnet50", "FCN ResNet-50", "https://arxiv.org/abs/1411.4038", SEGMENTATION,
+                "DIGITS' fully convolutional network, on a dilated ResNet-50, 33M parameters."),
+)}
+
 SOLVERS: list[tuple[str, str]] = [
     ("sgd", "SGD"),
     ("momentum", "SGD with momentum"),

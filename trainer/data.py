@@ -129,10 +129,9 @@ class StreamingSplit:
     def __init__(self, reader: BatchReader, workers: int) -> None:
         self.reader = reader
         self.workers = workers
-        self.targets = torch.from_numpy(reader.targets)
 
     def __len__(self) -> int:
-        return len(self.targets)
+        return len(self.reader.targets)
 
     @property
     def image_shape(self) -> tuple[int, int, int]:
@@ -196,7 +195,9 @@ def load_store(store: SplitReader, budget_bytes: int, processes: int | None = No
         images = _read_raw(store.path)
     else:
         images = _decode_all(store.path, store.index, store.shape, processes or _cpus())
-    return SplitData(torch.from_numpy(images), torch.from_numpy(reader.targets))
+    # A memory-mapped store (a segmentation split's masks) is read into memory with its images.
+    targets = reader.targets if reader.targets.flags.writeable else np.array(reader.targets)
+    return SplitData(torch.from_numpy(images), torch.from_numpy(targets))
 
 
 def _cpus() -> int:

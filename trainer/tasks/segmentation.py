@@ -5,17 +5,28 @@ excluded from loss and metrics, scored by the mean intersection over union
 of the classes (the headline), pixel accuracy and the Dice coefficient.
 
 Its datasets can be built and explored (masks over the images, the share of
-pixels and the images per class); no network trains on them yet
-(``training`` None), so the New model page does not list them.
+pixels and the images per class). Its trainer side
+(``segmentation_training``) trains torchvision's segmentation networks and
+a small U-Net on them from scratch, with the augmentation that re-indexes
+pixels (crops, translations, flips), which moves the masks with them. Its
+models offer no use yet (Segment one, evaluation and export are to come).
 """
 
+from trainer.catalog import SEGMENTATION_NETWORKS
 from trainer.segmentation.targets import Masks
 
 from .base import Metric, Task
+
+RESAMPLED = "rotation and zoom resample the pixels, and the masks do not follow them yet (crops, translations and " \
+            "flips do)"
+CLASSIFICATION_ONLY = "it is an option of classification's"
 
 TASK = Task("segmentation", "Semantic segmentation", metrics=(
     Metric("miou", "mIoU"),
     Metric("pixel_accuracy", "pixel accuracy"),
     Metric("dice", "Dice"),
-), metrics_title="intersection over union", targets=Masks(), training=None,
-    plan="trainer.tasks.segmentation_plan")
+), metrics_title="intersection over union", targets=Masks(), training="trainer.tasks.segmentation_training",
+    plan="trainer.tasks.segmentation_plan", networks=SEGMENTATION_NETWORKS, network_sources=("standard",),
+    refused_options={"rotation": RESAMPLED, "scale": RESAMPLED, "tta": CLASSIFICATION_ONLY,
+                     "label_smoothing": CLASSIFICATION_ONLY},
+    best_by="val_miou")

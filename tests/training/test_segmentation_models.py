@@ -1,0 +1,86 @@
+"""Segmentation models on the web side: the New model form offers a
+segmentation dataset its networks and the options its masks can follow, and
+refuses the rest with the reason; in a real browser with a real worker, a
+U-Net trains on a built dataset and its page charts mIoU."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+
+from jobs.models import Job, Status
+from tests.browser import needs_chromium, sign_up
+from tests.clients import signed_in
+from tests.segmentationfiles import BUILD_CONFIG, make_segmentation_dataset
+from tests.training.test_model_form import create, errors
+from trainer import jobfiles, tasks
+
+UNET = {"source": "standard", "name": "unet"}
+
+
+@pytest.fixture
+def scenes(alice):
+    job = Job.objects.create(kind="dataset", name="scenes", owner=alice, status=Status.DONE,
+                             params={**BUILD_CONFIG, "source": {"type": "folder", "path": "/srv"}})
+    make_segmentation_dataset(job.folder / jobfiles.DATASET, count=16)
+    return job
+
+
+def test_the_page_offers_segmentation_its_networks_and_the_options_its_masks_follow(alice, scenes):
+    data = signed_in(alice).get("/models/new/").context["page_data"]
+    assert data["dataset_tasks"][str(scenes.pk)] == "segmentation"
+    offered = data["tasks"]["segmentation"]
+    assert offered["networks"] == list(tasks.TASKS["segmentation"].networks) and offered["networks"][0] == "unet"
+    assert offered["sources"] == ["standard"] and offered["flips"] is None
+    assert {"rotation", "scale", "tta", "label_smoothing"} == set(offered["refused"])
+
+
+def test_a_segmentation_model_takes_its_networks_and_refuses_what_its_masks_cannot_follow(alice, scenes):
+    client = signed_in(alice)
+    resampled = ("A model for semantic segmentation cannot use this yet: rotation and zoom resample the pixels, and "
+                 "the masks do not follow them yet (crops, translations and flips do).")
+    refused = errors(create(client, name="s", dataset=scenes.pk, network=UNET, batch_size=4, rotation=5.0, scale=0.1,
+                            tta="mirror"))
+    assert refused == {"rotation": resampled, "scale": resampled,
+                       "tta": "A model for semantic segmentation cannot use this yet: it is an option of "
+                              "classification's."}
+    assert "is not a network for semantic segmentation" in errors(create(
+        client, name="s", dataset=scenes.pk, batch_size=4, network={"source": "standard", "name": "lenet"}))[
+        "standard_network"]
+    made = create(client, name="segmenter", dataset=scenes.pk, network=UNET, batch_size=4, crop=16, translate=2,
+                  flip="both", epochs=2)
+    assert made.status_code == 201, made.content
+    params = Job.objects.get(pk=made.json()["jobs"][0]["id"]).params
+    assert (params["task"], params["network"], params["crop"], params["flip"]) == ("segmentation", UNET, 16, "both")
+
+
+@needs_chromium
+def test_a_unet_trains_from_the_new_model_page_and_its_page_charts_miou(page, worker):
+    from playwright.sync_api import expect
+
+    sign_up(page, "ross")
+    scenes = Job.objects.create(kind="dataset", name="scenes", owner=User.objects.get(username="ross"),
+                                status=Status.DONE, params={**BUILD_CONFIG, "source": {"type": "folder", "path": "/srv"}})
+    make_segmentation_dataset(scenes.folder / jobfiles.DATASET, count=16)
+    page.click("text=New model")
+    page.fill("#id_batch_size", "4")
+    page.select_option("#id_dataset", str(scenes.pk))
+    expect(page.locator("#dataset-task")).to_have_text("A model for semantic segmentation.")
+    expect(page.locator("#id_standard_network")).to_have_value("unet")
+    expect(page.locator("#id_standard_network option[value=lenet]")).to_be_disabled()
+    for hidden in ("p[data-field=rotation]", "p[data-field=scale]", "p[data-field=tta]"):
+        expect(page.locator(hidden)).to_be_hidden()
+    expect(page.locator("p[data-field=crop]")).to_be_visible()
+    page.fill("#id_name", "segmenter")
+    page.fill("#id_epochs", "2")
+    page.select_option("#id_solver", "adamw")
+    page.fill("#id_lr", "0.01")
+    page.select_option("#id_flip", "horizontal")
+    page.click("text=Create model")
+    page.wait_for_url("**/jobs/*/")
+    expect(page.locator("#status")).to_have_text("Done", timeout=180_000)
+    expect(page.locator("#training-result")).to_contain_text("mIoU")
+    names = page.evaluate("(document.getElementById('metrics-chart')?.data ?? []).map((trace) => trace.name)")
+    assert any("mIoU" in name for name in names), names
+    params = Job.objects.get(kind="train", name="segmenter").params
+    assert (params["task"], params["network"]) == ("segmentation", UNET)

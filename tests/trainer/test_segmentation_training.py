@@ -10,6 +10,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -22,8 +23,17 @@ from trainer.augment import Augment, take
 from trainer.dataset_build import main as build
 from trainer.networks import NetworkError
 from trainer.segmentation.labels import IGNORE
+from trainer.segmentation.targets import Masks, pixel_counts
 from trainer.tasks import segmentation
-from trainer.tasks.segmentation_training import Training, pixel_loss, scores
+from trainer.tasks.segmentation_training import (
+    DICE_LOSSES,
+    Evaluation,
+    Training,
+    loss_of,
+    loss_sums,
+    median_frequency_weights,
+    scores,
+)
 from trainer.train import Run, TrainingError
 
 SEGMENTATION = segmentation.TASK
@@ -86,18 +96,58 @@ def test_masks_move_with_the_pixels_under_every_augmentation_that_reindexes_them
     assert torch.equal(pixels[..., 0], moved) and not torch.equal(moved, masks[:, :moved.shape[1], :moved.shape[2]])
 
 
-def test_the_loss_and_the_metrics_leave_the_ignored_pixels_out():
+def loss(kind: str, logits: torch.Tensor, masks: torch.Tensor, weights: torch.Tensor | None = None) -> float:
+    weights = torch.ones(logits.shape[1]) if weights is None else weights
+    return float(loss_of(kind, loss_sums(logits, masks, weights, kind in DICE_LOSSES)))
+
+
+def test_the_losses_and_the_metrics_leave_the_ignored_pixels_out():
     logits = torch.randn(2, 3, 4, 5)
     masks = logits.argmax(dim=1).to(torch.uint8)
     wrong = masks.clone()
     wrong[0, 0] = IGNORE  # the ignored pixels' logits say nothing: the loss is the mean of the others
-    assert pixel_loss(logits, wrong) == pytest.approx(float(torch.nn.functional.cross_entropy(
-        logits.permute(0, 2, 3, 1)[wrong != IGNORE], wrong[wrong != IGNORE].long())), rel=1e-5)
+    labelled = wrong != IGNORE
+    plain = torch.nn.functional.cross_entropy(logits.permute(0, 2, 3, 1)[labelled], wrong[labelled].long())
+    assert loss("cross_entropy", logits, wrong) == pytest.approx(float(plain), rel=1e-5)
+    weights = torch.tensor([1.0, 2.0, 0.5])
+    weighted = torch.nn.functional.cross_entropy(logits.permute(0, 2, 3, 1)[labelled], wrong[labelled].long(),
+                                                 weight=weights)
+    assert loss("weighted_cross_entropy", logits, wrong, weights) == pytest.approx(float(weighted), rel=1e-5)
     every = torch.full_like(masks, IGNORE)
-    assert float(pixel_loss(logits, every)) == 0.0  # not NaN
+    for kind in ("cross_entropy", "weighted_cross_entropy", "dice", "cross_entropy_dice"):
+        assert math.isfinite(loss(kind, logits, every)), kind  # not NaN
     evaluation = Training(SEGMENTATION, 3, {}).evaluation(torch.device("cpu"))
     evaluation.update(logits, wrong)
     assert evaluation.compute()["pixel_accuracy"] == 1.0 and evaluation.compute()["miou"] == 1.0
+
+
+def test_dice_is_near_0_for_a_sure_right_answer_and_near_1_for_a_sure_wrong_one():
+    masks = torch.randint(0, 3, (2, 8, 8), dtype=torch.uint8)
+    sure = torch.nn.functional.one_hot(masks.long(), 3).permute(0, 3, 1, 2).float() * 50
+    assert loss("dice", sure, masks) < 0.01
+    assert loss("dice", sure.roll(1, dims=1), masks) > 0.95
+    assert loss("cross_entropy_dice", sure, masks) == pytest.approx(loss("cross_entropy", sure, masks)
+                                                                     + loss("dice", sure, masks), abs=1e-6)
+
+
+def test_a_splits_validation_loss_is_the_loss_of_its_batches_summed_first():
+    """Two batches given to the evaluation score as the two as one batch would."""
+    logits, masks = torch.randn(4, 3, 6, 6), torch.randint(0, 3, (4, 6, 6), dtype=torch.uint8)
+    masks[1, :2] = IGNORE
+    for kind in ("cross_entropy", "weighted_cross_entropy", "dice", "cross_entropy_dice"):
+        weights = torch.tensor([0.5, 1.0, 3.0])
+        evaluation = Evaluation(3, torch.device("cpu"), kind, weights)
+        evaluation.update(logits[:1], masks[:1])
+        evaluation.update(logits[1:], masks[1:])
+        assert evaluation.compute()["loss"] == pytest.approx(loss(kind, logits, masks, weights), rel=1e-5), kind
+
+
+def test_class_weights_are_the_median_share_over_each_classs_share_of_the_training_pixels(scenes):
+    counts = pixel_counts(Masks().read(scenes, "train"))[:, :3].sum(axis=0)
+    share = counts / counts.sum()
+    weights = median_frequency_weights(scenes, 4)  # a fourth class that no pixel has weighs 1
+    assert weights[:3].tolist() == pytest.approx((np.median(share) / share).tolist(), rel=1e-6)
+    assert weights[3] == 1.0 and weights[0] < 1 < weights[:3].max()  # the background is the most common class
 
 
 def test_the_scores_of_a_confusion_matrix():
@@ -121,6 +171,21 @@ def test_a_unet_learns_the_scenes_and_its_best_snapshot_is_chosen_by_miou(tmp_pa
     assert {best["metric"] for best in bests} == {"val_miou"}
     result = of_kind(folder, kinds.RESULT)[-1]
     assert set(result["final"]) == {"val_loss", "val_miou", "val_pixel_accuracy", "val_dice"}
+
+
+@pytest.mark.parametrize("kind", ["weighted_cross_entropy", "dice", "cross_entropy_dice"])
+def test_each_loss_trains(tmp_path, scenes, kind):
+    folder = tmp_path / kind
+    run_here(folder, scenes, epochs=5, val_interval=5.0, segmentation_loss=kind)
+    train = [event["loss"] for event in of_kind(folder, kinds.TRAIN)]
+    assert all(math.isfinite(value) for value in train) and train[-1] < train[0], train
+    assert of_kind(folder, kinds.VAL)[-1]["miou"] > 0.3
+
+
+def test_a_segmentation_run_refuses_a_loss_it_does_not_know(tmp_path, scenes):
+    with pytest.raises(TrainingError, match="The loss is one of: cross_entropy, weighted_cross_entropy, dice, "
+                                            "cross_entropy_dice."):
+        run_here(tmp_path / "run", scenes, epochs=1, segmentation_loss="focal")
 
 
 def test_a_segmenter_trains_in_bf16_mixed_precision(tmp_path, scenes):

@@ -642,7 +642,7 @@ def test_a_classifier_refuses_the_score_threshold_of_detectors(alice, digits):
 def test_the_page_shows_the_score_threshold_for_detection_datasets_alone(alice, digits, boxes):
     page = signed_in(alice).get("/models/new/")
     data = page.context["page_data"]
-    assert data["run_options"] == ["score_threshold"] and "score_threshold" not in data["initials"]
+    assert data["run_options"] == ["score_threshold", "segmentation_loss"] and "score_threshold" not in data["initials"]
     assert data["tasks"]["detection"]["run_options"] == ["score_threshold"]
     assert data["tasks"]["classification"]["run_options"] == []
     field = page.content.decode().split('<p class="field" data-field="score_threshold">')[1].split("</p>")[0]

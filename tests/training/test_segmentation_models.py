@@ -12,7 +12,7 @@ from jobs.models import Job, Status
 from tests.browser import needs_chromium, sign_up
 from tests.clients import signed_in
 from tests.segmentationfiles import BUILD_CONFIG, make_segmentation_dataset
-from tests.training.test_model_form import create, errors
+from tests.training.test_model_form import create, dataset, errors
 from trainer import jobfiles, tasks
 
 UNET = {"source": "standard", "name": "unet"}
@@ -52,6 +52,18 @@ def test_a_segmentation_model_takes_its_networks_and_refuses_what_its_masks_cann
     assert made.status_code == 201, made.content
     params = Job.objects.get(pk=made.json()["jobs"][0]["id"]).params
     assert (params["task"], params["network"], params["crop"], params["flip"]) == ("segmentation", UNET, 16, "both")
+    assert params["segmentation_loss"] == "cross_entropy"  # the default, left blank
+    assert errors(create(client, name="s", dataset=scenes.pk, network=UNET, batch_size=4,
+                         segmentation_loss="focal")) == {
+        "segmentation_loss": "The loss is one of: cross_entropy, weighted_cross_entropy, dice, cross_entropy_dice."}
+    weighted = create(client, name="w", dataset=scenes.pk, network=UNET, batch_size=4, segmentation_loss="dice")
+    assert Job.objects.get(pk=weighted.json()["jobs"][0]["id"]).params["segmentation_loss"] == "dice"
+
+
+def test_a_classifier_refuses_the_loss_of_segmenters(alice):
+    digits = dataset(alice)
+    refused = errors(create(signed_in(alice), name="c", dataset=digits.pk, segmentation_loss="dice"))
+    assert refused["segmentation_loss"].endswith("the loss is an option of other tasks' models.")
 
 
 @needs_chromium
@@ -76,6 +88,8 @@ def test_a_unet_trains_from_the_new_model_page_and_its_page_charts_miou(page, wo
     page.select_option("#id_solver", "adamw")
     page.fill("#id_lr", "0.01")
     page.select_option("#id_flip", "horizontal")
+    expect(page.locator("p[data-field=segmentation_loss]")).to_be_visible()
+    page.select_option("#id_segmentation_loss", "cross_entropy_dice")
     page.click("text=Create model")
     page.wait_for_url("**/jobs/*/")
     expect(page.locator("#status")).to_have_text("Done", timeout=180_000)
@@ -83,4 +97,5 @@ def test_a_unet_trains_from_the_new_model_page_and_its_page_charts_miou(page, wo
     names = page.evaluate("(document.getElementById('metrics-chart')?.data ?? []).map((trace) => trace.name)")
     assert any("mIoU" in name for name in names), names
     params = Job.objects.get(kind="train", name="segmenter").params
-    assert (params["task"], params["network"]) == ("segmentation", UNET)
+    assert (params["task"], params["network"], params["segmentation_loss"]) == ("segmentation", UNET,
+                                                                                "cross_entropy_dice")

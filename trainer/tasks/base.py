@@ -54,6 +54,15 @@ RUN_OPTIONS: dict[str, RunOption] = {option.name: option for option in (
     RunOption("score_threshold", "Score threshold",
               "Precision and recall on the live charts count the detections scored at least this.",
               default=EVALUATION_OPTIONS["score_threshold"], minimum=0.0, maximum=1.0),
+    RunOption("segmentation_loss", "Loss",
+              "What each pixel's class is learnt by; ignored pixels count for nothing in any. Weighting by class "
+              "(median frequency: each class's weight the median share of the training pixels over its own) lifts "
+              "small classes; Dice scores each class's overlap whatever its size.",
+              default="cross_entropy", kind=str, choices=(
+                  ("cross_entropy", "Cross-entropy"),
+                  ("weighted_cross_entropy", "Cross-entropy weighted by class"),
+                  ("dice", "Dice"),
+                  ("cross_entropy_dice", "Cross-entropy plus Dice"))),
 )}
 
 def component_series(name: str) -> str:

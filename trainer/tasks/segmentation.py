@@ -29,4 +29,4 @@ TASK = Task("segmentation", "Semantic segmentation", metrics=(
     plan="trainer.tasks.segmentation_plan", networks=SEGMENTATION_NETWORKS, network_sources=("standard",),
     refused_options={"rotation": RESAMPLED, "scale": RESAMPLED, "tta": CLASSIFICATION_ONLY,
                      "label_smoothing": CLASSIFICATION_ONLY},
-    best_by="val_miou")
+    best_by="val_miou", run_options=("segmentation_loss",))

@@ -1,7 +1,8 @@
 """Semantic segmentation's training side: torchvision's segmentation
 networks and a small U-Net, trained from scratch (``weights=None,
-weights_backbone=None``: nothing is downloaded), per-pixel cross-entropy
-that leaves out the ignored pixels, and mIoU, pixel accuracy and Dice from
+weights_backbone=None``: nothing is downloaded), a per-pixel loss that
+leaves out the ignored pixels (cross-entropy, weighted by class or not,
+soft Dice, or both: the run option ``segmentation_loss``), and mIoU, pixel accuracy and Dice from
 torchmetrics' confusion matrix.
 
 A batch's targets are the stored masks, B×H×W uint8 (``IGNORE`` where a
@@ -18,11 +19,13 @@ classification's test-time augmentation and label smoothing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
-from torchmetrics.aggregation import MeanMetric
+from torchmetrics import Metric
 from torchmetrics.classification import MulticlassConfusionMatrix
 from torchvision.models import segmentation
 
@@ -31,9 +34,13 @@ from trainer.catalog import SEGMENTATION_NETWORKS
 from trainer.networks import NetworkError
 from trainer.networks.unet import UNet
 from trainer.segmentation.labels import IGNORE
+from trainer.segmentation.targets import Masks, pixel_counts
 from trainer.tta import Predictor
 
 from .base import Task
+
+DICE_LOSSES = ("dice", "cross_entropy_dice")
+DICE_SMOOTHING = 1.0  # added to a class's overlap and its sizes: a class absent from both scores 1, not 0/0
 
 # The catalogue's names (``catalog.SEGMENTATION_NETWORKS``) of torchvision's networks, with their builders.
 TORCHVISION: dict[str, Callable[..., torch.nn.Module]] = {
@@ -55,13 +62,76 @@ class Logits(torch.nn.Module):
         return self.network(x)["out"]
 
 
-def pixel_loss(logits: torch.Tensor, masks: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
-    """Cross-entropy of each labelled pixel: the mean over them (0 for a
-    batch with none, not NaN), or their ``sum``; no host-device sync."""
-    summed = F.cross_entropy(logits.float(), masks.long(), ignore_index=IGNORE, reduction="sum")
-    if reduction == "sum":
-        return summed
-    return summed / (masks != IGNORE).sum().clamp(min=1)
+def median_frequency_weights(dataset_dir: str | Path, classes: int) -> torch.Tensor:
+    """Each class's weight for ``weighted_cross_entropy`` (Eigen and Fergus'
+    median frequency balancing): the median over the classes of their share
+    of the training split's labelled pixels, over the class's own share; 1
+    for a class with no training pixel (it weighs nothing: none has it)."""
+    counts = pixel_counts(Masks().read(Path(dataset_dir), "train"))[:, :classes].sum(axis=0).astype(np.float64)
+    share = counts / max(counts.sum(), 1.0)
+    present = share > 0
+    if not present.any():
+        return torch.ones(classes)
+    median = np.median(share[present])
+    return torch.from_numpy(np.where(present, median / np.where(present, share, 1.0), 1.0)).float()
+
+
+def loss_sums(logits: torch.Tensor, masks: torch.Tensor, weights: torch.Tensor, dice: bool) -> dict[str, torch.Tensor]:
+    """What the losses of a batch are made of, summed over its labelled
+    pixels (no host-device sync): the cross-entropy (``ce``) and the
+    labelled ``pixels``; weighted by the true class, ``weighted`` and its
+    ``weight``; with ``dice``, per class the soft ``overlap`` of the
+    predicted probabilities with the truth, the ``predicted`` and the
+    ``truth`` (sums a split adds up as a batch's)."""
+    logits = logits.float()
+    labelled = masks != IGNORE
+    classes = torch.where(labelled, masks.long(), 0)
+    ce = F.cross_entropy(logits, masks.long(), ignore_index=IGNORE, reduction="none")
+    weight = weights[classes] * labelled
+    sums = {"ce": ce.sum(), "pixels": labelled.sum(), "weighted": (ce * weight).sum(), "weight": weight.sum()}
+    if dice:
+        inside = labelled[:, None].float()
+        probabilities = logits.softmax(dim=1) * inside
+        truth = F.one_hot(classes, logits.shape[1]).permute(0, 3, 1, 2).float() * inside
+        sums.update(overlap=(probabilities * truth).sum(dim=(0, 2, 3)), predicted=probabilities.sum(dim=(0, 2, 3)),
+                    truth=truth.sum(dim=(0, 2, 3)))
+    return sums
+
+
+def loss_of(kind: str, sums: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The loss ``kind`` (a choice of the run option ``segmentation_loss``) of ``loss_sums``: a batch's or a
+    split's; 0 where no pixel is labelled, not NaN. Dice is one less the
+    mean over the classes of their smoothed soft Dice coefficient."""
+    cross_entropy = sums["ce"] / sums["pixels"].clamp(min=1)
+    if kind == "cross_entropy":
+        return cross_entropy
+    if kind == "weighted_cross_entropy":
+        return sums["weighted"] / sums["weight"].clamp(min=1e-12)
+    dice = 1 - ((2 * sums["overlap"] + DICE_SMOOTHING) / (sums["predicted"] + sums["truth"] + DICE_SMOOTHING)).mean()
+    return dice if kind == "dice" else cross_entropy + dice
+
+
+class LossSums(Metric):
+    """``loss_sums`` of every batch of a split, summed over the run's processes on compute."""
+
+    full_state_update = False
+
+    def __init__(self, classes: int, kind: str, weights: torch.Tensor) -> None:
+        super().__init__(sync_on_compute=True)
+        self.kind, self.dice = kind, kind in DICE_LOSSES
+        self.register_buffer("weights", weights.float(), persistent=False)
+        for name in ("ce", "pixels", "weighted", "weight"):
+            self.add_state(name, torch.zeros((), dtype=torch.float64), dist_reduce_fx="sum")
+        for name in ("overlap", "predicted", "truth"):
+            self.add_state(name, torch.zeros(classes, dtype=torch.float64), dist_reduce_fx="sum")
+
+    def update(self, logits: torch.Tensor, masks: torch.Tensor) -> None:
+        for name, value in loss_sums(logits, masks, self.weights, self.dice).items():
+            setattr(self, name, getattr(self, name) + value.double())
+
+    def compute(self) -> torch.Tensor:
+        return loss_of(self.kind, {name: getattr(self, name) for name in
+                                   ("ce", "pixels", "weighted", "weight", "overlap", "predicted", "truth")})
 
 
 def scores(confusion: torch.Tensor) -> dict[str, float]:
@@ -82,17 +152,17 @@ def scores(confusion: torch.Tensor) -> dict[str, float]:
 
 
 class Evaluation:
-    """The validation loss (per labelled pixel) and the confusion matrix of
-    every labelled pixel, both summed over the run's processes on compute."""
+    """The validation loss (the run's loss over the split's labelled pixels)
+    and the confusion matrix of every labelled pixel, both summed over the
+    run's processes on compute."""
 
-    def __init__(self, classes: int, device: torch.device) -> None:
-        self.loss = MeanMetric(nan_strategy="disable").to(device)
+    def __init__(self, classes: int, device: torch.device, kind: str, weights: torch.Tensor) -> None:
+        self.loss = LossSums(classes, kind, weights).to(device)
         self.confusion = MulticlassConfusionMatrix(classes, ignore_index=IGNORE, validate_args=False,
                                                    sync_on_compute=True).to(device)
 
     def update(self, outputs: torch.Tensor, targets: torch.Tensor) -> None:
-        labelled = (targets != IGNORE).sum()
-        self.loss.update(pixel_loss(outputs, targets, "sum") / labelled.clamp(min=1), weight=labelled)
+        self.loss.update(outputs, targets)
         self.confusion.update(outputs.argmax(dim=1), targets.long())
 
     def compute(self) -> dict[str, float]:
@@ -106,6 +176,11 @@ class Training:
             shown = ", ".join(f"{name} = {config[name]}" for name in chosen)
             reasons = "; ".join(dict.fromkeys(chosen.values()))
             raise ValueError(f"A segmentation run cannot use {shown} yet: {reasons}.")
+        self.kind = str(task.run_option(config, "segmentation_loss"))
+        self.weights = (median_frequency_weights(config["dataset_dir"], classes) if self.kind == "weighted_cross_entropy"
+                        else torch.ones(classes))
+        if self.kind == "weighted_cross_entropy":
+            print("class weights: " + ", ".join(f"{w:.3g}" for w in self.weights.tolist()), flush=True)
 
     def build(self, network: dict[str, Any], channels: int, classes: int, height: int, width: int) -> torch.nn.Module:
         """The catalogue's network ``network["name"]`` (a standard network)
@@ -122,7 +197,9 @@ class Training:
         return Logits(TORCHVISION[name](weights=None, weights_backbone=None, num_classes=classes, aux_loss=False))
 
     def loss(self, net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, None]:
-        return pixel_loss(net(x), y), None
+        if self.weights.device != y.device:
+            self.weights = self.weights.to(y.device)
+        return loss_of(self.kind, loss_sums(net(x), y, self.weights, self.kind in DICE_LOSSES)), None
 
     def follow(self, targets: torch.Tensor, positions: Positions | None) -> torch.Tensor:
         """The masks gathered at the positions the images' pixels were (crops, translations, flips)."""
@@ -135,7 +212,7 @@ class Training:
         return model(x)
 
     def evaluation(self, device: torch.device) -> Evaluation:
-        return Evaluation(self.classes, device)
+        return Evaluation(self.classes, device, self.kind, self.weights)
 
     def describe(self, metrics: dict[str, float]) -> str:
         shown = ", ".join(f"{metric.label} {metrics[metric.field]:.2%}" for metric in self.task.metrics)

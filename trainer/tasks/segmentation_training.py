@@ -177,10 +177,22 @@ class Training:
             reasons = "; ".join(dict.fromkeys(chosen.values()))
             raise ValueError(f"A segmentation run cannot use {shown} yet: {reasons}.")
         self.kind = str(task.run_option(config, "segmentation_loss"))
-        self.weights = (median_frequency_weights(config["dataset_dir"], classes) if self.kind == "weighted_cross_entropy"
-                        else torch.ones(classes))
-        if self.kind == "weighted_cross_entropy":
-            print("class weights: " + ", ".join(f"{w:.3g}" for w in self.weights.tolist()), flush=True)
+        self.dataset_dir = config.get("dataset_dir")
+        self._weights: torch.Tensor | None = None
+
+    def weights(self, device: torch.device) -> torch.Tensor:
+        """The classes' weights in the loss on ``device``: median frequency's
+        for ``weighted_cross_entropy`` (read from the training masks at the
+        first use, not when a model is only loaded to be used), else ones."""
+        if self._weights is None:
+            if self.kind == "weighted_cross_entropy":
+                self._weights = median_frequency_weights(self.dataset_dir, self.classes)
+                print("class weights: " + ", ".join(f"{w:.3g}" for w in self._weights.tolist()), flush=True)
+            else:
+                self._weights = torch.ones(self.classes)
+        if self._weights.device != device:
+            self._weights = self._weights.to(device)
+        return self._weights
 
     def build(self, network: dict[str, Any], channels: int, classes: int, height: int, width: int) -> torch.nn.Module:
         """The catalogue's network ``network["name"]`` (a standard network)
@@ -197,9 +209,7 @@ class Training:
         return Logits(TORCHVISION[name](weights=None, weights_backbone=None, num_classes=classes, aux_loss=False))
 
     def loss(self, net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, None]:
-        if self.weights.device != y.device:
-            self.weights = self.weights.to(y.device)
-        return loss_of(self.kind, loss_sums(net(x), y, self.weights, self.kind in DICE_LOSSES)), None
+        return loss_of(self.kind, loss_sums(net(x), y, self.weights(y.device), self.kind in DICE_LOSSES)), None
 
     def follow(self, targets: torch.Tensor, positions: Positions | None) -> torch.Tensor:
         """The masks gathered at the positions the images' pixels were (crops, translations, flips)."""
@@ -212,7 +222,7 @@ class Training:
         return model(x)
 
     def evaluation(self, device: torch.device) -> Evaluation:
-        return Evaluation(self.classes, device, self.kind, self.weights)
+        return Evaluation(self.classes, device, self.kind, self.weights(device))
 
     def describe(self, metrics: dict[str, float]) -> str:
         shown = ", ".join(f"{metric.label} {metrics[metric.field]:.2%}" for metric in self.task.metrics)

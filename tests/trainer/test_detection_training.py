@@ -254,6 +254,23 @@ def test_precision_and_recall_at_a_score_are_read_off_the_metrics_own_curves():
     assert at_score(result, 0.95) == (0.0, 0.0)
 
 
+def test_detections_scored_above_every_hit_give_no_precision():
+    """One object, a false detection at 0.8 and the hit at 0.6: at 0.7 only the
+    false one is kept, so precision and recall are both 0, not the curve's
+    interpolated precision at recall 0."""
+    from torchmetrics.detection import MeanAveragePrecision
+
+    from trainer.tasks.detection_training import at_score
+
+    metric = MeanAveragePrecision(box_format="xyxy", iou_type="bbox", backend="faster_coco_eval", extended_summary=True)
+    metric.update([{"boxes": torch.tensor([[40, 40, 50, 50.0], [0, 0, 10, 10]]), "scores": torch.tensor([0.8, 0.6]),
+                    "labels": torch.tensor([1, 1])}],
+                  [{"boxes": torch.tensor([[0, 0, 10, 10.0]]), "labels": torch.tensor([1])}])
+    result = metric.compute()
+    assert at_score(result, 0.7) == (0.0, 0.0)
+    assert at_score(result, 0.5) == (0.5, 1.0)
+
+
 @pytest.mark.parametrize(("detector", "classifier"), [("fasterrcnn_mobilenet_v3_large_fpn", "mobilenet_v3"),
                                                       ("retinanet_resnet50_fpn", "resnet50")])
 def test_a_detectors_backbone_starts_from_a_classifier_of_its_network(tmp_path, boxes, detector, classifier, capsys):

@@ -109,7 +109,9 @@ def at_score(result: dict[str, Any], threshold: float) -> tuple[float, float]:
     the curves the metric drew (its extended summary: for each of 101 recall
     steps, the precision reached and the lowest score that reached it, as
     COCO's evaluation interpolates them), not counted again here. A class
-    none of whose detections scores that high has both at 0."""
+    none of whose true positives scores that high has both at 0: the first
+    step (recall 0) is reached by the class's best detection, hit or not, so
+    a class counts as found only from the second step (recall 0.01) on."""
     precision = result["precision"][0, :, :, 0, -1]  # recall steps × classes, IoU 0.5, every area, most detections
     scores = result["scores"][0, :, :, 0, -1]
     steps = torch.linspace(0, 1, precision.shape[0], dtype=precision.dtype)
@@ -118,7 +120,7 @@ def at_score(result: dict[str, Any], threshold: float) -> tuple[float, float]:
         return 0.0, 0.0
     reached = scores[:, present] >= threshold
     last = torch.where(reached.any(dim=0), reached.shape[0] - 1 - reached.flip(0).int().argmax(dim=0), -1)
-    found = last >= 0
+    found = last >= 1
     kept = precision[:, present].gather(0, last.clamp(min=0)[None])[0]
     return float(torch.where(found, kept, 0).mean()), float(torch.where(found, steps[last.clamp(min=0)], 0).mean())
 

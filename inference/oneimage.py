@@ -1,8 +1,9 @@
-"""What Classify one and Detect one share: the form of their one image (an
-upload, one of the model's dataset's images by split and position, or a
-path below ``DATASET_ROOTS``; the snapshot), the cap on a user's requests
-in flight to the one model server both ask, and the model server's
-refusals as ``Refused`` with the HTTP status each means.
+"""What Classify one, Detect one and Segment one share: the form of their
+one image (an upload, one of the model's dataset's images by split and
+position, or a path below ``DATASET_ROOTS``; the snapshot), their API view
+(``answered``), the cap on a user's requests in flight to the one model
+server they ask, and the model server's refusals as ``Refused`` with the
+HTTP status each means.
 
 The form only reads the image's bytes: decoding is the model server's job
 (with the decompression-bomb limit), so a file that is not an image comes
@@ -18,14 +19,14 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 
 from datasets import services as dataset_services
 from jobs.models import Job
 from trainer import jobfiles, modelclient
 from trainer.datastore import png_bytes
 from training.modeljobs import unavailable
-from web.api import BadRequest, error
+from web.api import BadRequest, error, json_body
 from web.serverfolders import OutsideRoots, allowed
 from web.userslots import Slot, Slots
 
@@ -40,7 +41,7 @@ IMAGE_MESSAGES = ("The image", "The file")
 # about the time the model server takes to answer one.
 RETRY_AFTER_SECONDS = 2
 
-# Classify one's and Detect one's requests together: the model server answers
+# Classify one's, Detect one's and Segment one's requests together: the model server answers
 # one at a time, and one user's loop of either would keep everyone waiting.
 _in_flight = Slots()
 
@@ -190,3 +191,23 @@ class OneImageForm(forms.Form):
             self.add_error("path", f"The image is larger than {MAX_IMAGE_BYTES // 2**20} MiB.")
             return None
         return Path(path).read_bytes()
+
+
+def answered(request: HttpRequest, model_id: int, use: str, form_class: type[OneImageForm],
+             answer: Callable[[User, Job, dict[str, Any]], dict[str, Any]]) -> JsonResponse:
+    """An API view's answer for one image: the model refused ``use`` before
+    the form reads an image for nothing, the form's errors as a 400, else
+    ``answer(user, model, cleaned_data)``, or the refusal it raised."""
+    model = trained.model_or_404(model_id)
+    if reason := unavailable(model, use):
+        raise BadRequest({"model": [reason]})
+    if request.content_type == "application/json":
+        form = form_class(model, json_body(request))
+    else:
+        form = form_class(model, request.POST, request.FILES)
+    if not form.is_valid():
+        raise BadRequest(form.errors.get_json_data())
+    try:
+        return JsonResponse(answer(request.user, model, form.cleaned_data))
+    except Refused as exc:
+        return exc.answer()

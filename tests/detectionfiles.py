@@ -201,15 +201,9 @@ def copied_detector(owner, trained: Path, name: str = "detector"):
     processes and the benchmarks.)"""
     from datasets import services as dataset_services
     from jobs.models import Job, Status
+    from tests.evalfiles import copied_run
 
     dataset = Job.objects.create(kind="dataset", name="rectangles", owner=owner, status=Status.DONE, progress=1.0,
                                  params={**BUILD_CONFIG, "source": {"type": "folder", "path": str(trained / "kitti")}})
     shutil.copytree(trained / "build" / "dataset", dataset_services.folder(dataset))
-    config = json.loads((trained / "run" / jobfiles.CONFIG).read_text())
-    params = {**config, "dataset": dataset.pk, "dataset_dir": str(dataset_services.folder(dataset))}
-    del params["job_id"], params["devices"]
-    model = Job.objects.create(kind="train", name=name, owner=owner, status=Status.DONE, params=params,
-                               resources={"device": "cpu", "count": 1}, progress=1.0)
-    shutil.copytree(trained / "run", model.folder)
-    (model.folder / jobfiles.CONFIG).write_text(json.dumps({**params, "job_id": model.pk, "devices": ["cpu0"]}))
-    return model
+    return copied_run(owner, dataset, trained / "run", name)

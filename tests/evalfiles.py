@@ -86,12 +86,18 @@ def copied_model(owner, trained: Path, name: str = "lenet", group: str = "") -> 
     manifest = json.loads((dataset_services.folder(dataset) / jobfiles.MANIFEST).read_text())
     manifest["options"] = {k: v for k, v in dataset.params.items() if k != "roots"}  # as the build records them
     (dataset_services.folder(dataset) / jobfiles.MANIFEST).write_text(json.dumps(manifest))
-    config = json.loads((trained / "run" / jobfiles.CONFIG).read_text())
+    return copied_run(owner, dataset, trained / "run", name, group)
+
+
+def copied_run(owner, dataset: Job, run: Path, name: str, group: str = "") -> Job:
+    """A done training job of ``dataset`` (its folder already filled) holding
+    a copy of the finished run folder ``run``, its config pointed at them."""
+    config = json.loads((run / jobfiles.CONFIG).read_text())
     params = {**config, "dataset": dataset.pk, "dataset_dir": str(dataset_services.folder(dataset))}
     del params["job_id"], params["devices"]
     model = Job.objects.create(kind="train", name=name, owner=owner, status=Status.DONE, params=params, group=group,
                                resources={"device": "cpu", "count": 1}, progress=1.0)
-    shutil.copytree(trained / "run", model.folder)
+    shutil.copytree(run, model.folder)
     (model.folder / jobfiles.CONFIG).write_text(json.dumps({**params, "job_id": model.pk, "devices": ["cpu0"]}))
     return model
 

@@ -117,3 +117,77 @@ def make_segmentation_dataset(folder: Path, count: int = 8, border: int = 1) -> 
     if main(str(job / "config.json")) != 0:
         raise AssertionError((job / "events.jsonl").read_text()[-2000:])
     return made
+
+
+def built_scenes(root: Path, count: int = 96) -> Path:
+    """``count`` scenes (palette labels, an ignore border) built at 32×24,
+    raw, a quarter for validation, under ``root``; the built dataset's folder.
+    Their source is ``root/source`` (64×48 PNGs in ``images/``)."""
+    from trainer.dataset_build import main
+
+    folders_source(root / "source", count, border=1)
+    job = root / "build"
+    job.mkdir()
+    (job / "config.json").write_text(json.dumps({**BUILD_CONFIG, "encoding": "none",
+                                                 "source": {"type": "folder", "path": str(root / "source")}}))
+    if main(str(job / "config.json")) != 0:
+        raise AssertionError((job / "events.jsonl").read_text()[-2000:])
+    return job / "dataset"
+
+
+def segmentation_config(dataset: Path, **overrides) -> dict:
+    """A segmentation run's params as the New model form makes them: a U-Net, AdamW."""
+    from tests.trainfiles import train_config
+
+    options = {"network": {"source": "standard", "name": "unet"}, "task": "segmentation", "solver": "adamw",
+               "lr": 0.01, "weight_decay": 0.0001, "batch_size": 16, "lr_policy": {"name": "fixed"},
+               "scale_lr": False, "mean": "pixel", "seed": 3}
+    return {**train_config(dataset, **{**options, **overrides}), "job_id": 1, "devices": ["cpu0"]}
+
+
+def trained_segmenter(folder: Path, dataset: Path, **overrides):
+    """A finished segmentation job in ``folder`` (config.json, checkpoints,
+    events), trained in this process on the CPU; its ``Run``."""
+    from tests.detectionfiles import CPU
+    from trainer import jobfiles
+    from trainer.train import Run
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = segmentation_config(dataset, **overrides)
+    (folder / jobfiles.CONFIG).write_text(json.dumps(config))
+    run = Run(config, folder, CPU)
+    run.train()
+    return run
+
+
+def train_segmenter_once(root: Path, count: int = 96, epochs: int = 8) -> Path:
+    """``root/build/dataset`` built of ``count`` scenes (their source in
+    ``root/source``) and a U-Net trained on it for ``epochs`` in ``root/run``
+    on one thread, validated and kept at the end only, with no job rows: for
+    a module's tests to share through ``copied_segmenter``."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        trained_segmenter(root / "run", built_scenes(root, count), epochs=epochs, val_interval=float(epochs),
+                          snapshot_interval=float(epochs))
+    finally:
+        torch.set_num_threads(threads)
+    return root
+
+
+def copied_segmenter(owner, trained: Path, name: str = "segmenter"):
+    """A done segmentation model and its dataset's job, holding copies of what
+    ``train_segmenter_once`` made."""
+    import shutil
+
+    from datasets import services as dataset_services
+    from jobs.models import Job, Status
+    from tests.evalfiles import copied_run
+
+    dataset = Job.objects.create(kind="dataset", name="scenes", owner=owner, status=Status.DONE, progress=1.0,
+                                 params={**BUILD_CONFIG, "encoding": "none",
+                                         "source": {"type": "folder", "path": str(trained / "source")}})
+    shutil.copytree(trained / "build" / "dataset", dataset_services.folder(dataset))
+    return copied_run(owner, dataset, trained / "run", name)

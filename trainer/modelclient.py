@@ -1,5 +1,5 @@
 """Asking the model server (``trainer.modelserver``) to classify, look
-inside or detect objects in an image, from the web process: no torch here,
+inside, detect objects in or segment an image, from the web process: no torch here,
 only Redis.
 
 A request goes on the list ``<prefix>:modelserver:requests`` as JSON with
@@ -20,7 +20,7 @@ from typing import Any
 import redis
 
 REPLY_SECONDS = 60  # how long an answer waits for a client that gave up
-OPERATIONS = ("classify", "inspect", "saliency", "detect")
+OPERATIONS = ("classify", "inspect", "saliency", "detect", "segment")
 CLASSIFYING = ("classify", "inspect", "saliency")  # the operations ``classify`` asks for
 
 
@@ -131,6 +131,19 @@ def detect(client: redis.Redis, prefix: str, job_id: int, image: bytes, *, snaps
     """The boxes the detector of job ``job_id`` (its ``snapshot``, default
     the best) finds in ``image`` (the file's bytes), in the image's pixels
     (``trainer.inference.detect``)."""
-    request = {"op": "detect", "job": int(job_id), "snapshot": snapshot,
+    return _image_request(client, prefix, "detect", job_id, image, snapshot, timeout)
+
+
+def segment(client: redis.Redis, prefix: str, job_id: int, image: bytes, *, snapshot: str | None = None,
+            timeout: float = 30) -> dict[str, Any]:
+    """The class the segmenter of job ``job_id`` (its ``snapshot``, default
+    the best) gives each pixel of ``image`` (the file's bytes), as a mask of
+    the image's size (``trainer.inference.segment``)."""
+    return _image_request(client, prefix, "segment", job_id, image, snapshot, timeout)
+
+
+def _image_request(client: redis.Redis, prefix: str, operation: str, job_id: int, image: bytes, snapshot: str | None,
+                   timeout: float) -> dict[str, Any]:
+    request = {"op": operation, "job": int(job_id), "snapshot": snapshot,
                "image": base64.b64encode(image).decode("ascii")}
     return ask(client, prefix, request, timeout)

@@ -45,6 +45,7 @@ from trainer.inference.detect import detect
 from trainer.inference.gradcam import saliency
 from trainer.inference.layers import inspect
 from trainer.inference.pictures import png
+from trainer.inference.segment import segment
 from trainer.inference.threads import threads_for_one, using
 from trainer.tasks.uses import CLASSIFY, not_offered
 
@@ -138,9 +139,10 @@ class Server:
             image = base64.b64decode(request.get("image") or "", validate=True)
         except (binascii.Error, TypeError):
             raise InferenceError("The image is not base64 data.") from None
-        if operation == "detect":
-            return {"snapshot": loaded.snapshot, "note": loaded.note, "loaded_now": loaded_now,
-                    **detect(loaded, image), "seconds": time.perf_counter() - started}
+        if operation in ("detect", "segment"):
+            found = detect(loaded, image) if operation == "detect" else segment(loaded, image)
+            return {"snapshot": loaded.snapshot, "note": loaded.note, "loaded_now": loaded_now, **found,
+                    "seconds": time.perf_counter() - started}
         if not loaded.task.offers(CLASSIFY):
             raise InferenceError(not_offered(CLASSIFY, loaded.task.label))
         prepared = preprocess(loaded, image)

@@ -26,18 +26,25 @@ DETECT_ANSWER = {"type": "object", "properties": {
     "total_seconds": {"type": "number", "description": "time of the whole request in the web server"},
     "loaded_now": {"type": "boolean", "description": "the model was loaded for this request"}}}
 
+
+def one_image_operation(summary: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """The POST of Detect one and Segment one: one image in (uploaded, or
+    ``DETECT_JSON``), ``answer`` out, and the refusals they share."""
+    return operation(summary, {"200": json_answer(answer),
+                               "404": json_answer(ref("Error"), "No such model, or its snapshot is gone"),
+                               "413": json_answer(ref("Error"), "The request is larger than REQUEST_MAX_BYTES"),
+                               "429": json_answer(ref("Error"), "The user has CLASSIFY_IN_FLIGHT_PER_USER "
+                                                  "requests in flight already (Retry-After)"),
+                               "503": json_answer(ref("Error"), "No model server answers")},
+                     ("400", "401"), requestBody={"required": True, "content": {
+                         "application/json": {"schema": DETECT_JSON},
+                         "multipart/form-data": {"schema": {"type": "object", "properties": {
+                             "image": {"type": "string", "format": "binary"}, **DETECT_JSON["properties"]}}}}})
+
+
 PATHS: dict[str, Any] = {
     "/api/models/{model_id}/detect": {
         "parameters": [MODEL_ID],
-        "post": operation("Detect objects in one image with a detection model: every box scoring at least 0.05",
-                          {"200": json_answer(DETECT_ANSWER),
-                           "404": json_answer(ref("Error"), "No such model, or its snapshot is gone"),
-                           "413": json_answer(ref("Error"), "The request is larger than REQUEST_MAX_BYTES"),
-                           "429": json_answer(ref("Error"), "The user has CLASSIFY_IN_FLIGHT_PER_USER "
-                                              "requests in flight already (Retry-After)"),
-                           "503": json_answer(ref("Error"), "No model server answers")},
-                          ("400", "401"), requestBody={"required": True, "content": {
-                              "application/json": {"schema": DETECT_JSON},
-                              "multipart/form-data": {"schema": {"type": "object", "properties": {
-                                  "image": {"type": "string", "format": "binary"}, **DETECT_JSON["properties"]}}}}})},
+        "post": one_image_operation("Detect objects in one image with a detection model: every box scoring at "
+                                    "least 0.05", DETECT_ANSWER)},
 }

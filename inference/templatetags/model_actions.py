@@ -3,8 +3,9 @@ model's task does not offer it, the sentence saying so
 (``training.modeljobs.unavailable``):
 
 - ``{% one_image_action job %}``: Classify an image, for a model that
-  classifies, or Detect objects in an image, for one that detects; for a
-  model that does neither, why it cannot classify;
+  classifies, Detect objects in an image, for one that detects, or Segment
+  an image, for one that segments; for a model that does none, why it
+  cannot classify;
 - ``{% evaluate_actions job %}``: Evaluate on a split (at a score
   threshold, where its task takes one), and Classify many where its task
   evaluates new images;
@@ -24,7 +25,7 @@ from inference.evaluate.services import takes_files
 from jobs.models import Job
 from trainer import jobfiles
 from trainer.tasks import task_of
-from trainer.tasks.uses import CLASSIFY, DETECT, EVALUATE, EXPORT, PRETRAINED
+from trainer.tasks.uses import CLASSIFY, DETECT, EVALUATE, EXPORT, PRETRAINED, SEGMENT
 from training.modeljobs import offers, unavailable
 
 register = template.Library()
@@ -32,9 +33,9 @@ register = template.Library()
 
 @register.inclusion_tag("inference/one_image_action.html")
 def one_image_action(job: Job) -> dict[str, Any]:
-    classify, detect = offers(job, CLASSIFY), offers(job, DETECT)
-    return {"job": job, "classify": classify, "detect": detect,
-            "unavailable": "" if classify or detect else unavailable(job, CLASSIFY)}
+    classify, detect, segment = offers(job, CLASSIFY), offers(job, DETECT), offers(job, SEGMENT)
+    return {"job": job, "classify": classify, "detect": detect, "segment": segment,
+            "unavailable": "" if classify or detect or segment else unavailable(job, CLASSIFY)}
 
 
 @register.inclusion_tag("inference/evaluate_button.html")

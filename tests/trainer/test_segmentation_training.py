@@ -6,7 +6,6 @@ the metrics; a small U-Net reaching a stated mIoU in a few epochs."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -14,13 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from tests.detectionfiles import CPU
-from tests.segmentationfiles import BUILD_CONFIG, folders_source
-from tests.trainfiles import train_config
+from tests.segmentationfiles import built_scenes, trained_segmenter
 from trainer import eventkinds as kinds
-from trainer import eventlog, jobfiles
+from trainer import eventlog
 from trainer.augment import Augment, take
-from trainer.dataset_build import main as build
 from trainer.networks import NetworkError
 from trainer.segmentation.labels import IGNORE
 from trainer.segmentation.targets import Masks, pixel_counts
@@ -45,14 +41,7 @@ LEARNED_MIOU = 0.6
 @pytest.fixture(scope="module")
 def scenes(tmp_path_factory) -> Path:
     """The built dataset: 96 scenes at 32×24, 72 for training and 24 for validation."""
-    root = tmp_path_factory.mktemp("scenes")
-    folders_source(root / "source", 96, border=1)
-    job = root / "build"
-    job.mkdir()
-    (job / "config.json").write_text(json.dumps({**BUILD_CONFIG, "encoding": "none",
-                                                 "source": {"type": "folder", "path": str(root / "source")}}))
-    assert build(str(job / "config.json")) == 0
-    return job / "dataset"
+    return built_scenes(tmp_path_factory.mktemp("scenes"))
 
 
 @pytest.fixture(autouse=True)
@@ -63,20 +52,8 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def segmentation_config(dataset: Path, **overrides) -> dict:
-    options = {"network": {"source": "standard", "name": "unet"}, "task": "segmentation", "solver": "adamw",
-               "lr": 0.01, "weight_decay": 0.0001, "batch_size": 16, "lr_policy": {"name": "fixed"},
-               "scale_lr": False, "mean": "pixel", "seed": 3}
-    return {**train_config(dataset, **{**options, **overrides}), "job_id": 1, "devices": ["cpu0"]}
-
-
 def run_here(folder: Path, dataset: Path, **overrides) -> Run:
-    folder.mkdir(parents=True, exist_ok=True)
-    config = segmentation_config(dataset, **overrides)
-    (folder / jobfiles.CONFIG).write_text(json.dumps(config))
-    run = Run(config, folder, CPU)
-    run.train()
-    return run
+    return trained_segmenter(folder, dataset, **overrides)
 
 
 def of_kind(folder: Path, kind: str) -> list[dict]:

@@ -40,13 +40,16 @@ def test_a_model_is_offered_what_its_task_offers_and_one_of_no_task_is_a_classif
     classifiers = [model(alice, "no task"), model(alice, "null", task=None), model(alice, "empty", task=""),
                    model(alice, "named", task="classification")]
     bare, gone = model(alice, "bare", task="bare"), model(alice, "gone", task="sorting")
-    for use in uses.USES - {uses.DETECT}:
+    for use in uses.USES - {uses.DETECT, uses.SEGMENT}:
         assert all(offers(job, use) for job in classifiers)
         assert not offers(bare, use) and not offers(gone, use)
         assert set(models_offering(use)) == set(classifiers)
     detector = model(alice, "detector", task="detection")
     assert not any(offers(job, uses.DETECT) for job in (*classifiers, bare, gone))
     assert list(models_offering(uses.DETECT)) == [detector]
+    segmenter = model(alice, "segmenter", task="segmentation")
+    assert not any(offers(job, uses.SEGMENT) for job in (*classifiers, bare, gone, detector))
+    assert list(models_offering(uses.SEGMENT)) == [segmenter]
 
 
 def test_the_query_lists_only_models_and_only_of_the_tasks_that_offer_the_use(alice, monkeypatch):
@@ -98,13 +101,13 @@ def refused(response, use: str) -> None:
 def test_every_feature_refuses_a_model_whose_task_offers_nothing_and_says_why(alice, bare_model):
     client, model = signed_in(alice), bare_model
     page = client.get(f"/jobs/{model.pk}/").content.decode()
-    for use in uses.USES - {uses.DETECT}:  # a model that neither classifies nor detects is said not to classify
+    for use in uses.USES - {uses.DETECT, uses.SEGMENT}:  # a model that takes no one-image use is said not to classify
         assert SENTENCES[use] in page
-    for action in ('id="classify-one"', 'id="detect-one"', 'id="evaluate-form"', 'id="classify-many"',
+    for action in ('id="classify-one"', 'id="detect-one"', 'id="segment-one"', 'id="evaluate-form"', 'id="classify-many"',
                    'id="download-archive"', 'id="make-pretrained"', 'id="snapshot-actions"'):
         assert action not in page
 
-    for one, use in (("classify", uses.CLASSIFY), ("detect", uses.DETECT)):
+    for one, use in (("classify", uses.CLASSIFY), ("detect", uses.DETECT), ("segment", uses.SEGMENT)):
         one_page = client.get(f"/models/{model.pk}/{one}").content.decode()
         assert SENTENCES[use] in one_page and f'id="{one}-form"' not in one_page
         refused(post_json(client, f"/api/models/{model.pk}/{one}", {"split": "val", "index": 0}), use)

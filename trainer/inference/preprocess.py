@@ -75,8 +75,9 @@ def placed(loaded: Loaded, source: Source) -> Placed:
         raise InferenceError(f"The image is larger than {MAX_IMAGE_BYTES // 2**20} MiB.")
     height, width = loaded.image_size
     try:
+        drafted = loaded.task.targets.allows_draft and not loaded.pad_to
         image, shown = load_image_sized(bytes(source) if isinstance(source, bytearray) else source, loaded.channels,
-                                        draft=None if loaded.pad_to else (width, height),
+                                        draft=(width, height) if drafted else None,
                                         resize_mode=loaded.resize_mode, max_pixels=MAX_PIXELS)
         where = placement(*image.size, width, height, loaded.resize_mode, loaded.pad_to)
     except ImageError as exc:

@@ -9,12 +9,13 @@ pixels and the images per class). Its trainer side
 (``segmentation_training``) trains torchvision's segmentation networks and
 a small U-Net on them from scratch, with the augmentation that re-indexes
 pixels (crops, translations, flips), which moves the masks with them. Its
-models offer no use yet (Segment one, evaluation and export are to come).
+models segment one image (Segment); evaluation and export are to come.
 """
 
 from trainer.catalog import SEGMENTATION_NETWORKS
 from trainer.segmentation.targets import Masks
 
+from . import uses
 from .base import Metric, Task
 
 RESAMPLED = "rotation and zoom resample the pixels, and the masks do not follow them yet (crops, translations and " \
@@ -29,4 +30,4 @@ TASK = Task("segmentation", "Semantic segmentation", metrics=(
     plan="trainer.tasks.segmentation_plan", networks=SEGMENTATION_NETWORKS, network_sources=("standard",),
     refused_options={"rotation": RESAMPLED, "scale": RESAMPLED, "tta": CLASSIFICATION_ONLY,
                      "label_smoothing": CLASSIFICATION_ONLY},
-    best_by="val_miou", run_options=("segmentation_loss",))
+    best_by="val_miou", run_options=("segmentation_loss",), model_uses=frozenset({uses.SEGMENT}))

@@ -13,6 +13,7 @@ made, so at import (``Task.__post_init__``), and asking about one raises
 
 CLASSIFY = "classify"  # Classify one: a model's answer for one image (inference/classify/)
 DETECT = "detect"  # Detect one: a detector's boxes on one image (inference/detect/)
+SEGMENT = "segment"  # Segment one: a segmenter's class for each pixel of one image (inference/segment/)
 EVALUATE = "evaluate"  # the evaluation job: Evaluate, Classify many, Compare (inference/evaluate/)
 EXPORT = "export"  # a model archive that runs without this app (inference/export/)
 PRETRAINED = "pretrained"  # a new model started from its weights: Make pretrained model, Previous network
@@ -21,6 +22,7 @@ PRETRAINED = "pretrained"  # a new model started from its weights: Make pretrain
 LABELS: dict[str, str] = {
     CLASSIFY: "Classify",
     DETECT: "Detect",
+    SEGMENT: "Segment",
     EVALUATE: "Evaluate",
     EXPORT: "Export",
     PRETRAINED: "Starting a new model from its weights",

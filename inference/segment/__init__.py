@@ -1,0 +1,1 @@
+"""Segment one: a segmentation model's class for every pixel of one image."""

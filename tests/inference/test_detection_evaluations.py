@@ -60,6 +60,7 @@ def detector_job(owner, trained: Path) -> Job:
     return model
 
 
+@pytest.mark.one_database
 def test_a_detector_evaluated_on_its_validation_split(alice, worker, trained):
     model = detector_job(alice, trained)
     client = signed_in(alice)
@@ -92,6 +93,7 @@ def test_a_detector_evaluated_on_its_validation_split(alice, worker, trained):
     assert str(model.folder) not in json.dumps(report)
 
 
+@pytest.mark.one_database
 @needs_chromium
 def test_the_report_page_draws_a_detectors_figures_curves_and_boxes(page, worker, trained):
     from playwright.sync_api import expect
@@ -122,6 +124,7 @@ def test_the_report_page_draws_a_detectors_figures_curves_and_boxes(page, worker
     assert page.locator("#download-csv").get_attribute("href").endswith("/download/csv")
 
 
+@pytest.mark.one_database
 def test_compare_evaluates_a_groups_detectors_and_shows_their_map(alice, worker, trained):
     model = detector_job(alice, trained)
     model.group = "detectors"

@@ -47,6 +47,7 @@ def errors_of(response) -> dict[str, list[str]]:
     return {field: [error["message"] for error in errors] for field, errors in response.json()["errors"].items()}
 
 
+@pytest.mark.one_database
 def test_a_detector_on_a_voc_folder_and_a_yolo_archive(alice, worker, trained):
     model = copied_detector(alice, trained)
     client = signed_in(alice)

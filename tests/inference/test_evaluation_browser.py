@@ -3,6 +3,7 @@ confusion matrix appear, and clicking a cell shows that cell's images; then
 Compare on the model's group page fills in its accuracy."""
 
 
+import pytest
 from django.contrib.auth.models import User
 
 from jobs.models import Status
@@ -21,6 +22,7 @@ CELL_CENTRE = """([row, column]) => {
 }"""
 
 
+@pytest.mark.one_database
 def test_clicking_a_confusion_matrix_cell_shows_its_images(page, worker):  # noqa: F811
     from playwright.sync_api import expect
 

@@ -10,6 +10,8 @@ import json
 import shutil
 import zipfile
 
+import pytest
+
 from jobs import services as job_services
 from jobs.models import Job, Status
 from tests.clients import signed_in
@@ -39,6 +41,7 @@ def rows_of(client, job: Job, **query) -> dict:
     return response.json()
 
 
+@pytest.mark.one_database
 def test_a_trained_model_evaluated_on_its_test_split_and_on_a_labelled_list(alice, worker):
     model = trained_model(alice)
     client = signed_in(alice)
@@ -87,6 +90,7 @@ def test_a_trained_model_evaluated_on_its_test_split_and_on_a_labelled_list(alic
     assert str(imports()) not in json.dumps(rows_of(client, listed)["rows"][0]["image"])
 
 
+@pytest.mark.one_database
 def test_a_folder_with_class_subfolders_an_unreadable_file_and_an_unknown_folder_then_compare(alice, worker):
     model = trained_model(alice, group="sweep")
     folder = imports() / "mixed"
@@ -125,6 +129,7 @@ def zip_of(files: dict[str, bytes]) -> io.BytesIO:
     return data
 
 
+@pytest.mark.one_database
 def test_archives_and_a_deleted_model(alice, worker_factory, tmp_path):
     model = trained_model(alice)
     client = signed_in(alice)
@@ -160,6 +165,7 @@ def test_archives_and_a_deleted_model(alice, worker_factory, tmp_path):
 
 
 
+@pytest.mark.one_database
 def test_an_aborted_evaluation_leaves_no_results(alice, worker):
     model = trained_model(alice)
     image = write_bars(imports() / "many", [0])[0]

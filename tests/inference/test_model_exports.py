@@ -13,6 +13,7 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 
 import onnxruntime
+import pytest
 import torch
 from django.contrib.auth.models import Permission
 from django.db import connection
@@ -47,6 +48,7 @@ def streamed(response) -> bytes:
     return b"".join(response.streaming_content)
 
 
+@pytest.mark.one_database
 def test_an_exported_archive_predicts_what_the_app_predicts(alice, bob, worker):
     model = trained_model(alice, epochs=2)
     client = signed_in(bob)  # anyone signed in may export any model
@@ -97,6 +99,7 @@ def test_an_exported_archive_predicts_what_the_app_predicts(alice, bob, worker):
     assert export(client, model).pk != best.pk
 
 
+@pytest.mark.one_database
 def test_a_detection_model_is_exported_from_its_page_and_the_api(alice, worker):
     dataset = Job.objects.create(kind="dataset", name="boxes", owner=alice, status=Status.DONE)
     dataset_dir = make_detection_dataset(dataset_services.folder(dataset))
@@ -126,6 +129,7 @@ def test_a_detection_model_is_exported_from_its_page_and_the_api(alice, worker):
     assert boxes.shape == (len(scores), 4) and labels.shape == scores.shape
 
 
+@pytest.mark.one_database
 def test_a_network_that_cannot_be_exported_fails_with_the_reason_and_leaves_no_archive(alice, worker):
     code = ("def build(channels, classes, height, width):\n"
             "    class Branchy(nn.Module):\n"

@@ -67,6 +67,7 @@ class Payload:
         return (open, (self.path, "w"))
 
 
+@pytest.mark.one_database
 def test_a_resnet18_state_dict_is_uploaded_checked_and_fine_tuned(alice, bob, worker, resnet18_weights):
     client = signed_in(alice)
     pretrained = wait_status(uploaded(client, resnet18_weights, "resnet18", name="resnet18 imagenet"),
@@ -107,6 +108,7 @@ def test_a_resnet18_state_dict_is_uploaded_checked_and_fine_tuned(alice, bob, wo
     assert clone.status == Status.DONE, clone.error
 
 
+@pytest.mark.one_database
 def test_a_snapshot_made_into_a_pretrained_model_fine_tunes_a_new_model(alice, worker):
     source = trained_model(alice, epochs=1)
     client = signed_in(alice)

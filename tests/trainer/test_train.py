@@ -225,21 +225,38 @@ RECIPE = {"averaging": {"kind": "lookahead", "decay": 0.9, "every": 5}, "flip": 
 ONE_NODE, TWO_NODES = "two processes on one node", "one process on each of two nodes"
 
 
-# Three trainings of 15 s each alone: beside the suite's other processes each
+@pytest.fixture(scope="module")
+def one_process_runs(tmp_path_factory):
+    """The one-process training each set of options is compared with, made
+    once for the module's tests (the one- and two-node layouts share theirs),
+    on bars big enough that epochs outlast the report interval with short
+    steps: reports then fall due by each process's own clock in mid-epoch,
+    at batches that differ once rank 0 has spent longer writing a checkpoint
+    after a validation. ``runs(options)``: the common config and the folder."""
+    root = tmp_path_factory.mktemp("gloo")
+    bars = make_dataset(root / "bigger", per_class={"train": 1500, "val": 100, "test": 50})
+    made: dict[str, tuple[dict, Path]] = {}
+
+    def runs(options: dict) -> tuple[dict, Path]:
+        key = json.dumps(options, sort_keys=True)
+        if key not in made:
+            common = train_config(bars, epochs=2, scale_lr=False, solver="momentum", lr=0.01, **options)
+            single = job_folder(root, {**common, "batch_size": 16}, f"single{len(made)}")
+            assert train(single, timeout=TRAINING_HANG_SECONDS) == 0, log_of(single)
+            made[key] = common, single
+        return made[key]
+    return runs
+
+
+# Five trainings of 15 s each alone: beside the suite's other processes each
 # may take several times that, and the per-training and per-test limits
 # guard against a hang, not a slow machine.
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize(("layout", "options"), [(ONE_NODE, {}), (TWO_NODES, {}), (ONE_NODE, RECIPE)],
                          ids=["one node", "two nodes", "one node, airbench recipe"])
-def test_two_processes_with_gloo_match_one_process(tmp_path, layout, options):
-    # Epochs over the report interval with short steps: reports fall due by
-    # each process's own clock in mid-epoch, at batches that differ once rank
-    # 0 has spent longer writing a checkpoint after a validation.
-    bars = make_dataset(tmp_path / "bigger", per_class={"train": 1500, "val": 100, "test": 50})
-    common = {"epochs": 2, "scale_lr": False, "solver": "momentum", "lr": 0.01, **options}
-    single = job_folder(tmp_path, train_config(bars, batch_size=16, **common), "single")
-    double = job_folder(tmp_path, train_config(bars, batch_size=8, **common), "ddp")
-    assert train(single, timeout=TRAINING_HANG_SECONDS) == 0, log_of(single)
+def test_two_processes_with_gloo_match_one_process(tmp_path, one_process_runs, layout, options):
+    common, single = one_process_runs(options)
+    double = job_folder(tmp_path, {**common, "batch_size": 8}, "ddp")
     if layout == "two processes on one node":
         assert train(double, processes=2, timeout=TRAINING_HANG_SECONDS) == 0, log_of(double)
         logged = log_of(double)

@@ -2,6 +2,7 @@
 
 import re
 
+import pytest
 from django.contrib.auth.models import User
 
 from jobs.models import Job
@@ -17,6 +18,7 @@ pytestmark = needs_chromium
 NETWORK_ANSWER_MS = (networkinfo.QUEUE_SECONDS + networkinfo.TIMEOUT_SECONDS + 10) * 1000
 
 
+@pytest.mark.one_database
 def test_configure_a_model_start_it_and_watch_its_charts_grow(page, worker):
     from playwright.sync_api import expect
 
@@ -115,6 +117,7 @@ def signed_up_with_both_datasets(page) -> tuple[User, Job, Job]:
     return owner, boxes, bars
 
 
+@pytest.mark.one_database
 def test_a_detection_dataset_offers_detectors_alone_and_its_run_charts_each_part_of_the_loss(page, worker):
     from playwright.sync_api import expect
 

@@ -66,6 +66,7 @@ def test_a_classifier_refuses_the_loss_of_segmenters(alice):
     assert refused["segmentation_loss"].endswith("the loss is an option of other tasks' models.")
 
 
+@pytest.mark.one_database
 @needs_chromium
 def test_a_unet_trains_from_the_new_model_page_and_its_page_charts_miou(page, worker):
     from playwright.sync_api import expect

@@ -280,7 +280,9 @@ REDIS_MAX_CONNECTIONS = env_int("REDIS_MAX_CONNECTIONS", 256, minimum=4)
 
 # Visualize and Customize build networks in a child process: its address
 # space (torch alone takes about 4 GiB of it), the most parameters it builds,
-# and how many may run at once in each web process.
+# how many may run at once in each web process, and how long one may take
+# (importing torch is most of it: 2 s on a quiet machine, 40 s on a starved one).
+INSPECT_TIMEOUT_SECONDS = env_int("INSPECT_TIMEOUT_SECONDS", 60, minimum=1)
 INSPECT_MEMORY_BYTES = env_int("INSPECT_MEMORY_BYTES", 8 * 1024**3, minimum=5 * 1024**3)
 INSPECT_MAX_PARAMS = env_int("INSPECT_MAX_PARAMS", 500_000_000, minimum=1)
 INSPECT_CONCURRENCY = env_int("INSPECT_CONCURRENCY", 2, minimum=1)

@@ -155,9 +155,15 @@ class QuietCheck:
 
 
 async def jobs_events(since: str | None, detailed: bool = False) -> AsyncIterator[str]:
+    """Every job's status and progress from the bus's jobs stream, each once
+    and in its job's order: two processes' Forwarders racing on one job's
+    file (a status published while the worker's resend of unsent events reads
+    that file) both put its new events on the bus, so an event whose ``seq``
+    is not past its job's last one sent here is dropped."""
     stream = bus.jobs_stream()
     extras = Extras(detailed=detailed)
     position = since
+    newest: dict[int, int] = {}  # each job's last seq sent on this connection
     yield "retry: 1000\n\n"
     if position is None:
         # Note where the stream ends before telling the page to load its list,
@@ -189,6 +195,9 @@ async def jobs_events(since: str | None, detailed: bool = False) -> AsyncIterato
             for entry_id, fields in entries:
                 position = entry_id.decode()
                 job_id, event = bus.decode(fields)
+                if event["seq"] <= newest.get(job_id, 0):
+                    continue
+                newest[job_id] = event["seq"]
                 yield frame({"job": job_id, **event}, event_id=position)
 
 

@@ -24,6 +24,9 @@ os.environ.update({
     "WORKER_DEAD_AFTER_SECONDS": "3",
     "JOB_ABORT_GRACE_SECONDS": "1.5",
     "LOG_LEVEL": "WARNING",
+    # Importing torch in Visualize's child took 40 s with both cores busy:
+    # the limit here is for a hang, not for a starved machine.
+    "INSPECT_TIMEOUT_SECONDS": "240",
 })
 
 

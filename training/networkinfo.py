@@ -26,7 +26,6 @@ from django.conf import settings
 from trainer.catalog import NETWORKS, SOLVERS, uses_momentum
 from trainer.tasks import TASKS
 
-TIMEOUT_SECONDS = 60
 # How long a request waits for one of the INSPECT_CONCURRENCY places.
 QUEUE_SECONDS = 10
 _places = threading.BoundedSemaphore(settings.INSPECT_CONCURRENCY)
@@ -56,7 +55,8 @@ def _run(args: list[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
         raise Busy("Other networks are being built for their layer tables right now; try again in a moment.")
     try:
         return subprocess.run([sys.executable, *args], input=stdin, capture_output=True, text=True,
-                              timeout=TIMEOUT_SECONDS, cwd=settings.BASE_DIR, check=False, preexec_fn=_limit_memory)
+                              timeout=settings.INSPECT_TIMEOUT_SECONDS, cwd=settings.BASE_DIR, check=False,
+                              preexec_fn=_limit_memory)
     finally:
         _places.release()
 
@@ -95,7 +95,7 @@ def customize(name: str) -> dict[str, str]:
     try:
         done = _run(["-c", CUSTOMIZE_CODE, name])
     except subprocess.TimeoutExpired:
-        raise CatalogError(f"Reading the network's code took more than {TIMEOUT_SECONDS} s.") from None
+        raise CatalogError(f"Reading the network's code took more than {settings.INSPECT_TIMEOUT_SECONDS} s.") from None
     if done.returncode != 0:
         raise CatalogError(f"Reading the network's code failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout)
@@ -110,7 +110,7 @@ def inspect(network: dict[str, Any], task: str, channels: int, classes: int, hei
     try:
         done = _run(["-m", "trainer.networks.inspect"], json.dumps(request))
     except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"Building the network took more than {TIMEOUT_SECONDS} s."}
+        return {"ok": False, "error": f"Building the network took more than {settings.INSPECT_TIMEOUT_SECONDS} s."}
     except Busy as exc:
         return {"ok": False, "error": str(exc), "busy": True}
     if _out_of_memory(done):

@@ -60,13 +60,46 @@ def test_the_shared_stream_carries_every_jobs_status_and_progress(alice, worker,
                 and e["data"]["kind"] == "status"]
 
     for job in jobs:
-        wait_for(lambda job=job: seen(job) == ["queued", "waiting", "running", "done"], what=f"job {job.pk}'s statuses")
+        wait_for(lambda job=job: seen(job) == ["queued", "waiting", "running", "done"],
+                 what=lambda job=job: f"job {job.pk}'s statuses, seen: {seen(job)}")
     progress = [e for e in listing.of() if e["data"]["kind"] == "progress"]
     assert progress and all(e["id"] for e in progress)
     assert not [e for e in listing.of() if e["data"]["kind"] == "log"]  # logs stay on the job's own stream
     # resources are sent every RESOURCES_EVERY_SECONDS, not on each status: the slot shows free soon after
     wait_for(lambda: [e["data"]["cpu"] for e in listing.of("resources")][-1:] == [{"free": 1, "total": 1}], timeout=10,
              what="the freed CPU slot on the stream")
+    listing.close()
+
+
+def test_an_event_two_forwarders_put_on_the_bus_reaches_the_shared_stream_once(alice, web, auth):
+    """The race that showed a job's "waiting" twice on a loaded machine: a
+    Forwarder that had read the job's file (the worker's resend of unsent
+    events) sends again what a publish's own Forwarder has just sent."""
+    from jobs import bus
+    from trainer import eventlog
+
+    listing = SSEClient(f"{web.url}/api/events", auth)
+    wait_for(lambda: listing.of("resync"), what="the first resync")
+    job = submit_sleep(alice)  # no worker: it stays queued
+    resend = bus.Forwarder(job.pk, job.folder)
+    resend.forward()  # it has read the file to its end
+    eventlog.append(job.folder, "status", {"status": "waiting", "message": "Claimed", "progress": 0.0})
+    bus.Forwarder(job.pk, job.folder).forward()  # the publish's own
+    resend.forward()  # and the resend's, of the same line
+    publish(job, "status", {"status": "running", "message": "Running", "progress": 0.0})
+    on_bus = [event["seq"] for _, fields in bus.client().xrange(bus.jobs_stream())
+              for job_id, event in [bus.decode(fields)] if job_id == job.pk]
+    assert on_bus == [1, 2, 2, 3], "the bus holds the duplicate"
+
+    def seen() -> list[tuple[int, str]]:
+        return [(e["data"]["seq"], e["data"]["data"]["status"]) for e in listing.of()
+                if e["data"]["job"] == job.pk and e["data"]["kind"] == "status"]
+
+    wait_for(lambda: len(seen()) >= 3, what=lambda: f"the three statuses, seen: {seen()}")
+    publish(job, "progress", {"progress": 0.5})  # a later event: nothing more of the statuses comes before it
+    wait_for(lambda: [e for e in listing.of() if e["data"]["job"] == job.pk and e["data"]["kind"] == "progress"],
+             what="the progress after them")
+    assert seen() == [(1, "queued"), (2, "waiting"), (3, "running")]
     listing.close()
 
 

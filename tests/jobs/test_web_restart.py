@@ -22,6 +22,7 @@ def test_streams_resume_without_a_gap_across_a_web_restart(alice, worker, db_url
     listing = SSEClient(f"{url}/api/events", auth)
     try:
         wait_for(lambda: all(len(f.of()) >= 5 for f in followers), what="the streams to deliver some events")
+        wait_for(lambda: listing.of("resync"), what="the list stream's first resync")  # connected before the stop
         web.stop()
         assert status_of(job) == Status.RUNNING, "the server restarts in the middle of the job"
         web = start_web(db_url, port, log_dir)

@@ -158,6 +158,7 @@ def test_two_processes_with_uneven_shards_both_get_the_map_of_the_whole_split():
     assert out[0] == pytest.approx(expected, abs=1e-6) and out[1] == out[0]
 
 
+@pytest.mark.timeout(900)  # about 30 CPU-seconds: 300 s and more of wall time beside the suite's other processes
 def test_a_stopped_detection_run_resumes_from_its_checkpoint_to_the_uninterrupted_end(tmp_path, boxes):
     options = {"epochs": 1, "batch_size": 16, "flip": "horizontal", "val_interval": 1.0, "snapshot_interval": 0.5}
     whole = tmp_path / "whole"
@@ -202,6 +203,7 @@ LEARNING = {"epochs": 6, "lr": 0.0003, "flip": "horizontal", "val_interval": 3.0
 LEARNED_MAP50 = 0.006
 
 
+@pytest.mark.timeout(900)  # about 30 CPU-seconds: 300 s and more of wall time beside the suite's other processes
 def test_a_detector_learns_the_rectangles_reporting_its_loss_components_and_map(tmp_path, boxes):
     folder = tmp_path / "run"
     run_here(folder, boxes, **LEARNING)

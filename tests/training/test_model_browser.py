@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 
 from jobs.models import Job
@@ -15,7 +16,7 @@ pytestmark = needs_chromium
 
 # Customize and Visualize answer from a subprocess that imports torch: on a loaded machine that takes
 # as long as the product lets it (a place in its queue, then its time limit), and no longer.
-NETWORK_ANSWER_MS = (networkinfo.QUEUE_SECONDS + networkinfo.TIMEOUT_SECONDS + 10) * 1000
+NETWORK_ANSWER_MS = (networkinfo.QUEUE_SECONDS + settings.INSPECT_TIMEOUT_SECONDS + 10) * 1000
 
 
 @pytest.mark.one_database

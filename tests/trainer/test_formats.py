@@ -63,8 +63,11 @@ def test_every_tasks_series_are_read_and_an_unknown_task_is_named():
 
 def test_a_task_offers_the_uses_it_names_and_no_other():
     classification = tasks.task_of({})
-    assert all(classification.offers(use) for use in tasks.uses.USES - {tasks.uses.DETECT})
+    assert all(classification.offers(use) for use in tasks.uses.USES - {tasks.uses.DETECT, tasks.uses.SEGMENT})
     assert not classification.offers(tasks.uses.DETECT), "a classifier draws no boxes"
+    assert not classification.offers(tasks.uses.SEGMENT), "nor does it colour pixels"
+    segmentation = tasks.task_of({"task": "segmentation"})
+    assert segmentation.offers(tasks.uses.SEGMENT) and not segmentation.offers(tasks.uses.CLASSIFY)
     bare = tasks.Task("bare", "Bare", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="", plan="")
     assert not any(bare.offers(use) for use in tasks.uses.USES), "a task offers no use it does not name"
     only = tasks.Task("only", "Only", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="", plan="",
@@ -82,9 +85,9 @@ def test_a_task_that_offers_export_names_the_module_of_its_archive():
 def test_a_misspelt_use_fails_when_asked_and_when_a_task_names_it():
     with pytest.raises(ValueError, match="There is no use “clasify”: the uses are classify, detect, evaluate, export"):
         tasks.task_of({}).offers("clasify")
-    with pytest.raises(ValueError, match="The task “odd” names unknown uses \\(segment\\)"):
+    with pytest.raises(ValueError, match="The task “odd” names unknown uses \\(count\\)"):
         tasks.Task("odd", "Odd", metrics=SCORE, metrics_title="score", targets=ClassLabels(), training="", plan="",
-                   model_uses=frozenset({"segment"}))
+                   model_uses=frozenset({"count"}))
 
 
 def test_training_steps_are_each_process_even_share_in_whole_batches():

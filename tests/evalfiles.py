@@ -102,6 +102,22 @@ def copied_run(owner, dataset: Job, run: Path, name: str, group: str = "") -> Jo
     return model
 
 
+def evaluated_over_api(client, model: Job, split: str = "val", timeout: float = 180) -> tuple[Job, dict]:
+    """``model`` evaluated on ``split`` through ``POST /api/models/<id>/evaluate``
+    by the running worker: the done evaluation and its report as the API
+    gives it, checked to be the job's own file."""
+    from tests.jobtools import wait_status
+
+    response = client.post(f"/api/models/{model.pk}/evaluate", data=json.dumps({"split": split}),
+                           content_type="application/json")
+    assert response.status_code == 201, response.content
+    job = wait_status(Job.objects.get(pk=response.json()["id"]), Status.DONE, Status.FAILED, timeout=timeout)
+    assert job.status == Status.DONE, job.error
+    report = client.get(f"/api/evaluations/{job.pk}/report").json()["report"]
+    assert report == json.loads((job.folder / OUTPUT / REPORT).read_text()), "the API gives the job's report"
+    return job, report
+
+
 def model_with_snapshot(owner, status=Status.DONE, **sizes) -> Job:
     """A training job as far as the web sees it: its config, one snapshot file and its event."""
     dataset = dataset_job(owner, **sizes)

@@ -16,6 +16,7 @@ from datasets import services as dataset_services
 from jobs.models import Job
 from trainer.datastore import png_bytes
 from trainer.evaluation_files import IMAGES, OUTPUT, REPORT, RESULTS
+from trainer.tasks import TASKS
 from web.api import whole_number
 
 OUTCOMES = ("correct", "wrong", "unlabelled", "unreadable")
@@ -23,11 +24,13 @@ MAX_PAGE_SIZE = 500
 # With this many classes or fewer top-5 accuracy is always 100% (see ``report``).
 TOP5_CLASSES = 5
 LISTS = ("mistakes",)  # lists of row numbers in the report that the rows API pages through
-# A report's ``layout`` when its rows are a task's own (detections, see
-# ``Training.split_report``) rather than an image's top 5: the rows API
-# does not page them, the downloads give them.
-OWN_ROWS = ("boxes",)
-SUMMARY = ("top1", "top5", "map50", "map", "precision", "recall", "count", "labelled", "snapshot")
+# A report's ``layout`` when its rows are a task's own (detections, images
+# scored by their masks; see ``Training.split_report``) rather than an
+# image's top 5: the rows API does not page them, the downloads give them.
+OWN_ROWS = {"boxes": "its detections", "masks": "its images' scores by their masks"}
+# What lists and Compare show of a finished evaluation: every task's metrics.
+SUMMARY = (*dict.fromkeys(metric.field for task in TASKS.values() for metric in task.metrics),
+           "count", "labelled", "snapshot")
 
 
 class BadQuery(Exception):
@@ -122,7 +125,7 @@ def select(job: Job, query: dict[str, str]) -> dict[str, Any]:
     confident first); ``page`` from 1 and ``size`` up to 500."""
     whole = report(job) or {}
     if whole.get("layout") in OWN_ROWS:
-        raise BadQuery({"rows": ["This evaluation's rows are its detections, not images: "
+        raise BadQuery({"rows": [f"This evaluation's rows are {OWN_ROWS[whole['layout']]}, not pages of images: "
                                  "download them as JSON or CSV, or read them in the report."]})
     found, classes = rows(job), whole.get("classes", [])
     label, predicted = _index(query, "label", len(classes)), _index(query, "predicted", len(classes))

@@ -14,9 +14,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from datasets import services as dataset_services
 from jobs.models import Job
 from trainer.evaluation_files import CSV, REPORT, RESULTS
-from trainer.tasks import task_of
+from trainer.tasks import TASKS, task_of
 from trainer.tasks.uses import EVALUATE
 from training.modeljobs import models, models_offering
 from web.files import streamed_asynchronously
@@ -138,10 +139,26 @@ def page_context(job: Job) -> dict[str, Any]:
         "downloads": {what: reverse("evaluation-download", args=[job.pk, what]) for what in DOWNLOADS},
         # Row n's image is at this address with its "0" replaced by n.
         "image_url": reverse("evaluation-image", args=[job.pk, 0]),
+        # The colours a report of masks draws its classes in: the dataset's.
+        "colours": class_colours(model),
     }}
 
 
+def class_colours(model: Job | None) -> list[str]:
+    """The classes' colours of the model's dataset; none when the model or its dataset is gone."""
+    if model is None:
+        return []
+    try:
+        return dataset_services.class_colours(trained.manifest(model))
+    except trained.Unusable:
+        return []
+
+
+# What the job lists show of a finished evaluation: each task's first two metrics.
+LISTED = tuple(dict.fromkeys(metric.field for task in TASKS.values() for metric in task.metrics[:2]))
+
+
 def summary_extra(job: Job) -> dict[str, Any]:
-    """A finished evaluation's accuracies or mAP in the job lists (``JobKind.summary_extra``)."""
+    """A finished evaluation's accuracies, mAP or mIoU in the job lists (``JobKind.summary_extra``)."""
     found = results.summary(job)
-    return {key: found[key] for key in ("top1", "top5", "map50", "map") if key in found}
+    return {key: found[key] for key in LISTED if key in found}

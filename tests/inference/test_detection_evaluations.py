@@ -23,6 +23,7 @@ from jobs.models import Job, Status
 from tests.browser import needs_chromium, sign_up
 from tests.clients import signed_in
 from tests.detectionfiles import built_rectangles, trained_detector
+from tests.evalfiles import evaluated_over_api
 from tests.jobtools import wait_status
 from tests.processes import wait_for
 from trainer import jobfiles
@@ -66,14 +67,7 @@ def test_a_detector_evaluated_on_its_validation_split(alice, worker, trained):
     client = signed_in(alice)
     page = client.get(reverse("job", args=[model.pk])).content.decode()
     assert 'id="evaluate"' in page and 'id="classify-many"' in page
-    response = client.post(f"/api/models/{model.pk}/evaluate", data=json.dumps({"split": "val"}),
-                           content_type="application/json")
-    assert response.status_code == 201, response.content
-    job = wait_status(Job.objects.get(pk=response.json()["id"]), Status.DONE, Status.FAILED, timeout=TIMEOUT)
-    assert job.status == Status.DONE, job.error
-
-    report = client.get(f"/api/evaluations/{job.pk}/report").json()["report"]
-    assert report == json.loads((job.folder / OUTPUT / REPORT).read_text()), "the API gives the job's report"
+    job, report = evaluated_over_api(client, model, timeout=TIMEOUT)
     assert report["layout"] == "boxes" and report["count"] == 6 and report["image_size"] == [32, 32]
     assert list(report["per_class"]) == ["Car", "Cyclist"] and 0 <= report["map"] <= report["map50"] <= 1
     assert client.get(f"/api/jobs/{job.pk}").json()["map50"] == report["map50"]

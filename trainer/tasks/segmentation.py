@@ -9,7 +9,10 @@ pixels and the images per class). Its trainer side
 (``segmentation_training``) trains torchvision's segmentation networks and
 a small U-Net on them from scratch, with the augmentation that re-indexes
 pixels (crops, translations, flips), which moves the masks with them. Its
-models segment one image (Segment); evaluation and export are to come.
+models segment one image (Segment) and are evaluated on a split of their
+dataset, with a report of their own (``segmentation_report``: mIoU, pixel
+accuracy, Dice, per-class IoU, the pixel confusion matrix, the images worst
+first with their masks); evaluation on new images and export are to come.
 """
 
 from trainer.catalog import SEGMENTATION_NETWORKS
@@ -30,4 +33,7 @@ TASK = Task("segmentation", "Semantic segmentation", metrics=(
     plan="trainer.tasks.segmentation_plan", networks=SEGMENTATION_NETWORKS, network_sources=("standard",),
     refused_options={"rotation": RESAMPLED, "scale": RESAMPLED, "tta": CLASSIFICATION_ONLY,
                      "label_smoothing": CLASSIFICATION_ONLY},
-    best_by="val_miou", run_options=("segmentation_loss",), model_uses=frozenset({uses.SEGMENT}))
+    best_by="val_miou", run_options=("segmentation_loss",), model_uses=frozenset({uses.SEGMENT, uses.EVALUATE}),
+    # Its report is its own, of a split of the model's dataset: new images
+    # with their label images are to come.
+    evaluation_sources=("split",))

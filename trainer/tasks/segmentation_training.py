@@ -14,11 +14,13 @@ Augmentation: what moves pixels by re-indexing them (crops, translations,
 flips) moves the masks with them, by the same gather (``follow``);
 rotation and zoom, which resample the pixels, are refused, as are
 classification's test-time augmentation and label smoothing.
+
+Its evaluation report of a split is its own (``segmentation_report``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,9 @@ from trainer.segmentation.labels import IGNORE
 from trainer.segmentation.targets import Masks, pixel_counts
 from trainer.tta import Predictor
 
+from . import segmentation_report
 from .base import Task
+from .training import SplitReport
 
 DICE_LOSSES = ("dice", "cross_entropy_dice")
 DICE_SMOOTHING = 1.0  # added to a class's overlap and its sizes: a class absent from both scores 1, not 0/0
@@ -223,6 +227,12 @@ class Training:
 
     def evaluation(self, device: torch.device) -> Evaluation:
         return Evaluation(self.classes, device, self.kind, self.weights(device))
+
+    def split_report(self, model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]], total: int,
+                     names: list[str], image_names: Sequence[str],
+                     progress: Callable[[int, int], None]) -> SplitReport:
+        """The evaluation job's report of a split (``segmentation_report``)."""
+        return segmentation_report.split_report(self, model, batches, total, names, image_names, progress)
 
     def describe(self, metrics: dict[str, float]) -> str:
         shown = ", ".join(f"{metric.label} {metrics[metric.field]:.2%}" for metric in self.task.metrics)

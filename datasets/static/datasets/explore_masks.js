@@ -2,11 +2,12 @@
 // of class indices, 255 for ignored pixels) drawn over it on a canvas of the
 // stored image's size, each class in its colour. The opacity slider and the
 // class toggles redraw every mask from the indices already read.
+import { IGNORED, alphaOf, drawIndices, indicesOf, rgbOf } from "../js/masks.js";
+
 const { colours, mask_url: maskUrl } = JSON.parse(document.getElementById("mask-data").textContent);
-const IGNORED = 255;
 const IGNORED_RGB = [255, 255, 255];
 
-const rgb = colours.map((hex) => [1, 3, 5].map((at) => parseInt(hex.slice(at, at + 2), 16)));
+const rgb = colours.map(rgbOf);
 const opacity = document.getElementById("mask-opacity");
 const toggles = [...document.querySelectorAll("#mask-controls input[data-class]")];
 const masks = new Map(); // canvas -> its class index a pixel
@@ -21,38 +22,16 @@ function shownColours() {
   return table;
 }
 
-function draw(canvas, indices, table, alpha) {
-  const context = canvas.getContext("2d");
-  const picture = context.createImageData(canvas.width, canvas.height);
-  for (let i = 0; i < indices.length; i += 1) {
-    const colour = table[indices[i]];
-    if (!colour) continue;
-    picture.data.set(colour, 4 * i);
-    picture.data[4 * i + 3] = alpha;
-  }
-  context.putImageData(picture, 0, 0);
-}
-
-// The slider's percentage as a pixel's alpha (0 to 255).
-function alpha() { return Math.round((255 * Number(opacity.value)) / 100); }
-
 function redraw() {
   const table = shownColours();
-  for (const [canvas, indices] of masks) draw(canvas, indices, table, alpha());
+  for (const [canvas, indices] of masks) drawIndices(canvas, indices, table, alphaOf(opacity));
 }
 
 async function load(holder) {
   const canvas = holder.querySelector("canvas");
-  const image = new Image();
-  image.src = maskUrl.replace("{index}", holder.dataset.index);
-  await image.decode();
-  const reader = new OffscreenCanvas(canvas.width, canvas.height).getContext("2d");
-  reader.drawImage(image, 0, 0);
-  const rgba = reader.getImageData(0, 0, canvas.width, canvas.height).data;
-  const indices = new Uint8Array(canvas.width * canvas.height);
-  for (let i = 0; i < indices.length; i += 1) indices[i] = rgba[4 * i];
+  const indices = await indicesOf(maskUrl.replace("{index}", holder.dataset.index), canvas.width, canvas.height);
   masks.set(canvas, indices);
-  draw(canvas, indices, shownColours(), alpha());
+  drawIndices(canvas, indices, shownColours(), alphaOf(opacity));
   canvas.dataset.drawn = "true";
 }
 

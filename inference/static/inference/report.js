@@ -1,13 +1,15 @@
 // An evaluation's report on its job page: the accuracies, the confusion
 // matrix (click a cell for its images), per-class figures, the mistakes by
 // confidence, Top-N per class, and every image's top 5, paged and filtered.
-// A report of boxes (detections) is boxes_report.js's. It loads when the
+// A report of boxes (detections) is boxes_report.js's, one of masks
+// (segmentation) masks_report.js's. It loads when the
 // evaluation's result event arrives (the page's stream
 // replays it for a finished one).
 import { plot } from "../js/charts.js";
 import { el, isTerminal, pct } from "../js/format.js";
 import { api, on } from "../js/live.js";
-import { showBoxes, summaryItems } from "./boxes_report.js";
+import { showBoxes, summaryItems as boxesSummary } from "./boxes_report.js";
+import { showMasks, summaryItems as masksSummary } from "./masks_report.js";
 
 const data = JSON.parse(document.getElementById("evaluation-data").textContent);
 const PAGE_SIZE = 50;
@@ -172,8 +174,13 @@ async function load() {
   if (!found.report || report) return;
   report = found.report;
   if (report.layout === "boxes") {
-    showSummary(summaryItems(report));
+    showSummary(boxesSummary(report));
     showBoxes(report, data);
+    return;
+  }
+  if (report.layout === "masks") {
+    showSummary(masksSummary(report));
+    await showMasks(report, data);
     return;
   }
   showSummary(classificationItems());

@@ -5,10 +5,11 @@
 // The opacity slider and the class toggles redraw from the indices kept here.
 import { el, fixed } from "../js/format.js";
 import { csrfToken } from "../js/live.js";
+import { alphaOf, drawIndices, indicesOf, rgbOf } from "../js/masks.js";
 
 const data = JSON.parse(document.getElementById("segment-data").textContent);
 const $ = (id) => document.getElementById(id);
-const rgb = data.colours.map((hex) => [1, 3, 5].map((at) => parseInt(hex.slice(at, at + 2), 16)));
+const rgb = data.colours.map(rgbOf);
 let answer = null; // the last answer, with its mask's class indices as `indices`
 let picture = null; // the object URL of the image shown
 
@@ -19,30 +20,11 @@ function messages(reply) {
 
 function redraw() {
   if (!answer) return;
-  const shown = new Set([...document.querySelectorAll("#segment-classes input[data-class]")]
-    .filter((toggle) => toggle.checked).map((toggle) => Number(toggle.dataset.class)));
-  const alpha = Math.round((255 * Number($("segment-opacity").value)) / 100);
-  const canvas = $("segment-mask");
-  const context = canvas.getContext("2d");
-  const picture = context.createImageData(canvas.width, canvas.height);
-  answer.indices.forEach((index, i) => {
-    if (!shown.has(index) || !rgb[index]) return;
-    picture.data.set(rgb[index], 4 * i);
-    picture.data[4 * i + 3] = alpha;
-  });
-  context.putImageData(picture, 0, 0);
-}
-
-async function indicesOf(png, width, height) {
-  const image = new Image();
-  image.src = `data:image/png;base64,${png}`;
-  await image.decode();
-  const reader = new OffscreenCanvas(width, height).getContext("2d");
-  reader.drawImage(image, 0, 0);
-  const rgba = reader.getImageData(0, 0, width, height).data;
-  const indices = new Uint8Array(width * height);
-  for (let i = 0; i < indices.length; i += 1) indices[i] = rgba[4 * i];
-  return indices;
+  const table = new Array(256).fill(null);
+  for (const toggle of document.querySelectorAll("#segment-classes input[data-class]")) {
+    if (toggle.checked) table[Number(toggle.dataset.class)] = rgb[Number(toggle.dataset.class)] ?? null;
+  }
+  drawIndices($("segment-mask"), answer.indices, table, alphaOf($("segment-opacity")));
 }
 
 function row(found, total) {
@@ -53,7 +35,7 @@ function row(found, total) {
 }
 
 async function showAnswer(reply, file) {
-  reply.indices = await indicesOf(reply.mask, reply.width, reply.height);
+  reply.indices = await indicesOf(`data:image/png;base64,${reply.mask}`, reply.width, reply.height);
   answer = reply;
   if (picture) URL.revokeObjectURL(picture);
   picture = URL.createObjectURL(file);

@@ -79,7 +79,11 @@ def perf(images_per_s: float, data_wait: float, step_ms: float, flops_per_image:
 
 
 def result(best: dict[str, Any] | None, final: dict[str, float], epochs: float, train_seconds: float,
-           warmup_seconds: float, images_per_s: float, stopped_early: bool) -> dict[str, Any]:
-    """The run's outcome; ``train_seconds`` and ``images_per_s`` leave the warm-up out."""
+           warmup_seconds: float, images_per_s: float, stopped_early: bool,
+           per_class: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """The run's outcome; ``train_seconds`` and ``images_per_s`` leave the
+    warm-up out; ``per_class``, for a task that names ``class_metrics``, each
+    split's rows of its classes' scores ({split: [{"class", <field>…}]})."""
     return {"best": best, "final": final, "epochs": epochs, "train_seconds": train_seconds,
-            "warmup_seconds": warmup_seconds, "images_per_s": images_per_s, "stopped_early": stopped_early}
+            "warmup_seconds": warmup_seconds, "images_per_s": images_per_s, "stopped_early": stopped_early,
+            "per_class": per_class or {}}

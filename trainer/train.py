@@ -106,6 +106,8 @@ class Run:
         self.updates = 0  # optimiser steps of this process's run (since its start or resume)
         self.stopping = False  # the processes' common decision to stop (``stop_requested`` is this one's wish)
         self.progress = Progress(next_val=config["val_interval"], next_snapshot=config["snapshot_interval"])
+        # The last evaluation of each split's rows of its classes' scores (``Task.class_metrics``).
+        self.class_scores: dict[str, list[dict[str, Any]]] = {}
         # This attempt's last validation (step, metrics) and the step last.pt last held.
         self.validation: tuple[int, dict[str, float]] | None = None
         self.last_saved_step: int | None = None
@@ -529,7 +531,10 @@ class Run:
                     outputs = self.task_training.predict(self.model, x, y, self.predict)
                 evaluation.update(outputs, y)
             self.model.train()
-        return evaluation.compute()  # a collective, and a host-device sync: end of evaluation
+        metrics = evaluation.compute()  # a collective, and a host-device sync: end of evaluation
+        if task_of(self.config).class_metrics:
+            self.class_scores[split] = evaluation.per_class(list(self.info.classes))
+        return metrics
 
     def validate(self, epoch: float) -> bool:
         """Validate, report layers, keep the best. Returns True when early
@@ -614,8 +619,10 @@ class Run:
             self.save(jobfiles.LAST)
         if self.place.is_main:
             self.export()
+        per_class = {split: self.class_scores[split] for split in ("val", "test")
+                     if f"{split}_loss" in final and split in self.class_scores}
         result = eventkinds.result(p.best, final, epoch, p.train_seconds, p.warmup_seconds,
-                                   p.images_trained / max(p.train_seconds, 1e-9), stopped_early)
+                                   p.images_trained / max(p.train_seconds, 1e-9), stopped_early, per_class)
         self.emit(eventkinds.RESULT, result)
         self.log("done: " + ", ".join(f"{k} {v:.4f}" for k, v in final.items()))
         return result

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.segmentationfiles import built_scenes, trained_segmenter
+from tests.segmentationfiles import CLASSES, built_scenes, trained_segmenter
 from trainer import eventkinds as kinds
 from trainer import eventlog
 from trainer.augment import Augment, take
@@ -148,6 +148,11 @@ def test_a_unet_learns_the_scenes_and_its_best_snapshot_is_chosen_by_miou(tmp_pa
     assert {best["metric"] for best in bests} == {"val_miou"}
     result = of_kind(folder, kinds.RESULT)[-1]
     assert set(result["final"]) == {"val_loss", "val_miou", "val_pixel_accuracy", "val_dice"}
+    (rows,) = result["per_class"].values()
+    assert list(result["per_class"]) == ["val"] and [row["class"] for row in rows] == list(CLASSES)
+    scored = [row["iou"] for row in rows if row["iou"] is not None]
+    assert sum(scored) / len(scored) == pytest.approx(result["final"]["val_miou"], abs=1e-3), "mIoU is their mean"
+    assert sum(row["pixels"] for row in rows) > 0 and all(0 <= row["recall"] <= 1 for row in rows if row["pixels"])
 
 
 @pytest.mark.parametrize("kind", ["weighted_cross_entropy", "dice", "cross_entropy_dice"])

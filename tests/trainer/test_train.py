@@ -105,6 +105,7 @@ def test_lenet_learns_the_bars_and_reports_everything(tmp_path, bars):
     assert result["final"]["val_top1"] >= 0.95, result
     assert result["final"]["test_top1"] >= 0.95, result
     assert result["best"]["metric"] == "val_loss"
+    assert result["per_class"] == {}, "classification names no class metrics"
     network = of_kind(folder, kinds.NETWORK)[0]
     assert network["summary"]["params"] == 431_080 - 6 * 501  # 4 classes instead of 10
     assert network["input"] == [1, 28, 28]

@@ -13,7 +13,7 @@ from tests.browser import needs_chromium, sign_up
 from tests.clients import signed_in
 from tests.segmentationfiles import BUILD_CONFIG, make_segmentation_dataset
 from tests.training.test_model_form import create, dataset, errors
-from trainer import jobfiles, tasks
+from trainer import eventlog, jobfiles, tasks
 
 UNET = {"source": "standard", "name": "unet"}
 
@@ -95,6 +95,15 @@ def test_a_unet_trains_from_the_new_model_page_and_its_page_charts_miou(page, wo
     page.wait_for_url("**/jobs/*/")
     expect(page.locator("#status")).to_have_text("Done", timeout=180_000)
     expect(page.locator("#training-result")).to_contain_text("mIoU")
+    result = [event["data"] for event in eventlog.Reader(Job.objects.get(kind="train", name="segmenter").folder).read()
+              if event["kind"] == "result"][-1]
+    rows = page.locator("#training-per-class-table tbody tr")
+    expect(rows).to_have_count(len(result["per_class"]["val"]))
+    for number, row in enumerate(result["per_class"]["val"]):
+        iou = "—" if row["iou"] is None else f"{row['iou'] * 100:.1f}%"
+        expect(rows.nth(number).locator("td[data-field=iou]")).to_have_text(iou)
+        expect(rows.nth(number).locator("td").first).to_have_text(row["class"])
+    expect(page.locator("#training-per-class-table thead")).to_contain_text("IoU (validation)")
     names = page.evaluate("(document.getElementById('metrics-chart')?.data ?? []).map((trace) => trace.name)")
     assert any("mIoU" in name for name in names), names
     params = Job.objects.get(kind="train", name="segmenter").params

@@ -152,6 +152,10 @@ class Task:
     # {name: label as a chart's legend shows it}. A part not named here is
     # summed into the loss but not charted.
     loss_components: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # The scores of each class its runs report at their end, split by split
+    # (the result's ``per_class``, from its evaluation's ``per_class``):
+    # {field of a class's row: label as the result's table heads it}.
+    class_metrics: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def trains(self) -> bool:
@@ -266,4 +270,5 @@ class Task:
         return {"kinds": {kind: kind for kind in PAGE_KINDS}, "series_fields": self.series_fields(),
                 "metrics_title": self.metrics_title,
                 "loss_components": [{"series": component_series(name), "label": label}
-                                    for name, label in self.loss_components.items()]}
+                                    for name, label in self.loss_components.items()],
+                "class_metrics": [{"field": field, "label": label} for field, label in self.class_metrics.items()]}

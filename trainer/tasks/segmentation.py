@@ -33,7 +33,10 @@ TASK = Task("segmentation", "Semantic segmentation", metrics=(
     plan="trainer.tasks.segmentation_plan", networks=SEGMENTATION_NETWORKS, network_sources=("standard",),
     refused_options={"rotation": RESAMPLED, "scale": RESAMPLED, "tta": CLASSIFICATION_ONLY,
                      "label_smoothing": CLASSIFICATION_ONLY},
-    best_by="val_miou", run_options=("segmentation_loss",), model_uses=frozenset({uses.SEGMENT, uses.EVALUATE}),
+    best_by="val_miou", run_options=("segmentation_loss",),
+    model_uses=frozenset({uses.SEGMENT, uses.EVALUATE}),
+    # Each class's scores at the end of a run, on the page's result.
+    class_metrics={"iou": "IoU", "dice": "Dice", "precision": "precision", "recall": "recall"},
     # Its report is its own, of a split of the model's dataset: new images
     # with their label images are to come.
     evaluation_sources=("split",))

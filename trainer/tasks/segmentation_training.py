@@ -172,6 +172,12 @@ class Evaluation:
     def compute(self) -> dict[str, float]:
         return {"loss": float(self.loss.compute()), **scores(self.confusion.compute())}
 
+    def per_class(self, names: list[str]) -> list[dict[str, Any]]:
+        """Each class's pixels, IoU, Dice, precision and recall, after
+        ``compute`` (whose confusion matrix torchmetrics keeps: no second
+        collective)."""
+        return segmentation_report.per_class(self.confusion.compute().cpu().numpy(), names)
+
 
 class Training:
     def __init__(self, task: Task, classes: int, config: dict[str, Any]) -> None:

@@ -19,6 +19,9 @@ A task's training says:
 - ``evaluation(device)``: an ``Evaluation`` that takes those outputs and
   the targets of each batch of a split and gives its loss and the task's
   metrics (``Task.metrics``' fields), summed over every process of the run;
+  for a task that names ``class_metrics``, its ``per_class(names)`` after
+  ``compute`` gives a row a class (``{"class": name, <field>: value or
+  None…}``), which the run's result reports for each split at its end;
 - ``describe(metrics)``: the log line of a validation;
 - ``backbone_weights(network, model, weights)``, for a task whose networks
   have a backbone (``NetworkInfo.backbone``) alone: a pretrained

@@ -1,6 +1,7 @@
 // The run's result: its best metric, final validation and test metrics,
-// time and throughput, and whether it stopped early.
-import { duration, fixed, isNumber, num, pct } from "../../js/format.js";
+// time and throughput, whether it stopped early, and for a task that
+// reports them, each class's scores on each split at the end.
+import { duration, el, fixed, isNumber, num, pct } from "../../js/format.js";
 import { data, fillList, metrics } from "./page.js";
 
 const METRIC_LABELS = { val_loss: "val loss", train_loss: "train loss",
@@ -8,6 +9,22 @@ const METRIC_LABELS = { val_loss: "val loss", train_loss: "train loss",
 
 function metricValue(name, value) {
   return name && name.endsWith("loss") ? num(value) : pct(value);
+}
+
+const SPLIT_LABELS = { val: "validation", test: "test" };
+
+// One row a class, and for each of the task's class metrics a column a split.
+function showPerClass(perClass) {
+  const splits = Object.keys(perClass).filter((split) => perClass[split].length);
+  const columns = data.class_metrics.flatMap((metric) => splits.map((split) => [metric, split]));
+  document.getElementById("training-per-class").hidden = !splits.length || !columns.length;
+  if (!splits.length || !columns.length) return;
+  const table = document.getElementById("training-per-class-table");
+  table.tHead.replaceChildren(el("tr", {}, el("th", {}, "Class"),
+    ...columns.map(([metric, split]) => el("th", {}, `${metric.label} (${SPLIT_LABELS[split] || split})`))));
+  table.tBodies[0].replaceChildren(...perClass[splits[0]].map((row, index) => el("tr", {}, el("td", {}, row.class),
+    ...columns.map(([metric, split]) => el("td", { dataset: { field: metric.field, split } },
+      pct(perClass[split][index]?.[metric.field]))))));
 }
 
 export function showResult() {
@@ -36,4 +53,5 @@ export function showResult() {
       : null],
     ["Stopped early", r.stopped_early ? "yes, the metric stopped improving" : "no"],
   ]);
+  showPerClass(r.per_class || {});
 }

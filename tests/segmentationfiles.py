@@ -119,16 +119,17 @@ def make_segmentation_dataset(folder: Path, count: int = 8, border: int = 1) -> 
     return made
 
 
-def built_scenes(root: Path, count: int = 96) -> Path:
+def built_scenes(root: Path, count: int = 96, **build) -> Path:
     """``count`` scenes (palette labels, an ignore border) built at 32×24,
     raw, a quarter for validation, under ``root``; the built dataset's folder.
-    Their source is ``root/source`` (64×48 PNGs in ``images/``)."""
+    Their source is ``root/source`` (64×48 PNGs in ``images/``); ``build``
+    overrides the build's options (``BUILD_CONFIG``)."""
     from trainer.dataset_build import main
 
     folders_source(root / "source", count, border=1)
     job = root / "build"
     job.mkdir()
-    (job / "config.json").write_text(json.dumps({**BUILD_CONFIG, "encoding": "none",
+    (job / "config.json").write_text(json.dumps({**BUILD_CONFIG, "encoding": "none", **build,
                                                  "source": {"type": "folder", "path": str(root / "source")}}))
     if main(str(job / "config.json")) != 0:
         raise AssertionError((job / "events.jsonl").read_text()[-2000:])

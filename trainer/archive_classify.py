@@ -1,6 +1,8 @@
 """Classify one image with an unpacked model archive: python classify.py IMAGE
 
-Run in the archive's folder; needs only numpy, Pillow and onnxruntime. The
+Run in the archive's folder, beside its ``prepare.py`` (whose ``convert``
+makes the model's channels and ``fit_axis`` crops or pads an axis); needs
+only numpy, Pillow and onnxruntime. The
 image is prepared exactly as digitslike prepares it: a JPEG decoded at the
 smallest scale that still covers the size the resize makes of it, turned
 upright by its EXIF orientation, converted to the model's channels, resized
@@ -14,6 +16,7 @@ import sys
 import numpy as np
 import onnxruntime as ort
 from PIL import Image, ImageOps
+from prepare import convert, fit_axis
 
 ORIENTATION = 0x0112  # the EXIF tag; orientations 5 to 8 swap width and height
 
@@ -29,22 +32,6 @@ def scaled_size(size, factor):
     return max(1, round(size[0] * factor)), max(1, round(size[1] * factor))
 
 
-def convert(image, target):
-    """8-bit "L" or "RGB": transparency over black, 16-bit and float pixels scaled, not clipped."""
-    if image.mode == "P":
-        image = image.convert("RGBA" if "transparency" in image.info else "RGB")
-    if image.mode in ("I;16", "I;16B", "I;16L", "I;16N", "I"):
-        image = Image.fromarray(np.clip(np.rint(np.asarray(image, np.float64) / 257), 0, 255).astype(np.uint8), "L")
-    elif image.mode == "F":
-        pixels = np.asarray(image, np.float64)
-        top = 1.0 if pixels.max(initial=0) <= 1.0 else 255.0
-        image = Image.fromarray(np.clip(np.rint(pixels * 255 / top), 0, 255).astype(np.uint8), "L")
-    if image.mode in ("RGBA", "LA", "PA", "RGBa", "La"):
-        rgba = image.convert("RGBA")
-        image = Image.alpha_composite(Image.new("RGBA", rgba.size, (0, 0, 0, 255)), rgba).convert("RGB")
-    return image if image.mode == target else image.convert(target)
-
-
 def decode(path, info):
     width, height, mode = info["image_width"], info["image_height"], info["resize_mode"]
     with Image.open(path) as image:
@@ -58,21 +45,10 @@ def decode(path, info):
         return convert(ImageOps.exif_transpose(image), info["pil_mode"])
 
 
-def fit_axis(pixels, axis, target, rng):
+def centred(pixels, axis, target, rng):
     """Centre-crop or centre-pad (with noise) one axis to ``target``."""
     have = pixels.shape[axis]
-    if have > target:
-        start = (have - target) // 2
-        return pixels.take(range(start, start + target), axis=axis)
-    if have < target:
-        shape = list(pixels.shape)
-        shape[axis] = target
-        out = rng.integers(0, 256, size=shape, dtype=np.uint8)
-        index = [slice(None)] * 3
-        index[axis] = slice((target - have) // 2, (target - have) // 2 + have)
-        out[tuple(index)] = pixels
-        return out
-    return pixels
+    return fit_axis(pixels, axis, target, max(0, (have - target) // 2), max(0, (target - have) // 2), rng)
 
 
 def resize(image, info):
@@ -85,7 +61,7 @@ def resize(image, info):
         image = image if size == image.size else image.resize(size, Image.BILINEAR)
     pixels = np.asarray(image, np.uint8).reshape(image.height, image.width, -1)
     rng = np.random.default_rng(info["fill_seed"])  # the same padding noise every time
-    return fit_axis(fit_axis(pixels, 0, height, rng), 1, width, rng)
+    return centred(centred(pixels, 0, height, rng), 1, width, rng)
 
 
 def prepare(path, info):

@@ -2,7 +2,7 @@
 page and ``POST /api/models/<id>/export`` make an export job (or give the
 one already made for the same snapshot); a real worker writes the archive,
 whose program and ONNX file predict what the app predicts, a detector's
-too; bad requests are refused with a message and create nothing."""
+and a segmenter's too; bad requests are refused with a message and create nothing."""
 
 from __future__ import annotations
 
@@ -26,10 +26,11 @@ from tests.detectionfiles import detection_config, make_detection_dataset, train
 from tests.evalfiles import CPU, dataset_job, model_with_snapshot, trained_model
 from tests.inferfiles import bar_images
 from tests.jobtools import events_of, wait_status
+from tests.segmentationfiles import copied_segmenter, train_segmenter_once
 from tests.trainfiles import train_config
 from trainer import eventkinds, eventlog, jobfiles
 from trainer.inference import classify, load_model, logits, preprocess
-from trainer.tasks import classification_export, detection_export
+from trainer.tasks import classification_export, detection_export, segmentation_export
 from trainer.train import Run
 
 TIMEOUT = 240
@@ -127,6 +128,24 @@ def test_a_detection_model_is_exported_from_its_page_and_the_api(alice, worker):
         session = onnxruntime.InferenceSession(archive.read("model.onnx"))
     boxes, scores, labels = session.run(None, {"image": torch.rand(3, 50, 64).numpy()})
     assert boxes.shape == (len(scores), 4) and labels.shape == scores.shape
+
+
+@pytest.mark.one_database
+def test_a_segmentation_model_is_exported_from_the_api_and_its_onnx_file_gives_its_logits(alice, worker,
+                                                                                         tmp_path_factory):
+    trained = train_segmenter_once(tmp_path_factory.mktemp("segmenter"), count=32, epochs=1)
+    model = copied_segmenter(alice, trained)
+    client = signed_in(alice)
+    assert "Download model archive" in client.get(f"/jobs/{model.pk}/").content.decode()
+    job = wait_status(export(client, model), Status.DONE, Status.FAILED, timeout=TIMEOUT)
+    assert job.status == Status.DONE, job.error
+    with zipfile.ZipFile(io.BytesIO(streamed(client.get(f"/api/exports/{job.pk}/archive")))) as archive:
+        assert archive.namelist() == list(segmentation_export.FILES)
+        session = onnxruntime.InferenceSession(archive.read("model.onnx"))
+    x = torch.rand(2, 3, 24, 32) - 0.5
+    with torch.no_grad():
+        expected = load_model(model.folder).model(x)
+    assert torch.allclose(torch.from_numpy(session.run(None, {"image": x.numpy()})[0]), expected, atol=1e-4)
 
 
 @pytest.mark.one_database

@@ -8,9 +8,6 @@ it as its dataset build prepares it, the boxes moved back to the photo."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -22,14 +19,15 @@ from PIL import Image
 from safetensors.torch import load as safetensors_load
 
 from tests.detectionfiles import COLOURS, built_rectangles, rectangle_image, trained_detector
-from trainer import eventkinds, eventlog, export_job
+from tests.exportfiles import exported, run_in, unpacked
+from trainer import eventkinds, eventlog
 from trainer.detection.boxgeometry import move_boxes
 from trainer.imageio import load_image, placement, resize
 from trainer.inference import InferenceError, load_model
 from trainer.inference.preprocess import FILL_SEED
 from trainer.jobfiles import MODEL_ARCHIVE
 from trainer.pretrained import import_pretrained
-from trainer.tasks.detection_export import FILES, SCRIPT
+from trainer.tasks.detection_export import FILES, PREPARE, SCRIPT
 
 # Detections scoring within this of the floor may be missing on one side:
 # a score a hair under the floor is dropped.
@@ -44,14 +42,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-def exported(model_dir: Path, folder: Path) -> Path:
-    """``folder`` as an export job of ``model_dir``'s best snapshot leaves it (run in this process)."""
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps({"model_dir": str(model_dir), "snapshot": None}))
-    assert export_job.main(str(folder / "config.json")) == 0, (folder / "events.jsonl").read_text()[-2000:]
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -76,12 +66,6 @@ def padded(tmp_path_factory) -> Path:
                                placing={"pad_width": 48, "pad_height": 40, "min_box_size": 0})
     trained_detector(root / "job", dataset, epochs=1, mean="image")
     return exported(root / "job", root / "export")
-
-
-def unpacked(export: Path, folder: Path) -> Path:
-    with zipfile.ZipFile(export / MODEL_ARCHIVE) as archive:
-        archive.extractall(folder)
-    return folder
 
 
 def picture(name: str, width: int, height: int, seed: int) -> np.ndarray:
@@ -134,6 +118,7 @@ def test_the_export_job_writes_every_file_of_a_detectors_archive(export, detecto
     assert (folder / "labels.txt").read_text().splitlines() == loaded.classes == list(COLOURS)
     assert np.allclose(np.load(folder / "mean.npy"), loaded.normalizer.mean.numpy().reshape(1, 1, 3) * 255)
     assert (folder / "detect.py").read_bytes() == SCRIPT.read_bytes()
+    assert (folder / "prepare.py").read_bytes() == PREPARE.read_bytes()
     readme = (folder / "README.md").read_text()
     assert "There is no `model.pt2`" in readme and "resized to 32×32 in the `squash` mode" in readme
 
@@ -169,13 +154,6 @@ def photo_detections(loaded, photo: Path, floor: float) -> tuple[np.ndarray, np.
     return np.clip(boxes[kept], region[:2].tolist() * 2, region[2:].tolist() * 2), scores[kept], labels[kept]
 
 
-def run_here(folder: Path, *command: str) -> list[str]:
-    done = subprocess.run([sys.executable, *command], cwd=folder, capture_output=True, text=True,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip().splitlines()
-
-
 @pytest.mark.parametrize(("build", "size"), [("squash", (56, 44)), ("padded", (44, 34))])
 def test_detect_py_and_the_readmes_lines_find_what_the_app_finds_in_a_photo(request, tmp_path, build, size):
     """The archive's files alone in a folder: ``detect.py`` prints the
@@ -189,7 +167,7 @@ def test_detect_py_and_the_readmes_lines_find_what_the_app_finds_in_a_photo(requ
     photo = tmp_path / "photo.png"
     Image.fromarray(picture("Car", *size, seed=11)).save(photo)
 
-    rows = [line.split("\t") for line in run_here(folder, "detect.py", str(photo), str(floor))]
+    rows = [line.split("\t") for line in run_in(folder, "detect.py", str(photo), str(floor))]
     names = (folder / "labels.txt").read_text().splitlines()
     in_photo = np.array([[float(value) for value in row[2:]] for row in rows]).reshape(-1, 4)
     where = placement(*size, loaded.image_size[1], loaded.image_size[0], loaded.resize_mode, loaded.pad_to)
@@ -200,7 +178,7 @@ def test_detect_py_and_the_readmes_lines_find_what_the_app_finds_in_a_photo(requ
     readme = (folder / "README.md").read_text()
     code = readme.split("```python\n")[1].split("```")[0]
     (folder / "lines.py").write_text(code.replace('"photo.jpg"', repr(str(photo))).replace("0.5", repr(floor)))
-    lines = [line.split(" ", 2) for line in run_here(folder, "lines.py")]
+    lines = [line.split(" ", 2) for line in run_in(folder, "lines.py")]
     assert [name for name, _, _ in lines] == [row[0] for row in rows]
     assert [float(score) for _, score, _ in lines] == pytest.approx([float(row[1]) for row in rows], abs=1e-3)
 

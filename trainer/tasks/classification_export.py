@@ -11,7 +11,8 @@ every archive has,
   exporter is deprecated and cannot export AlexNet's adaptive pooling at
   small image sizes;
 - the README's code classifies an image with onnxruntime exactly as the app
-  does (``trainer/archive_classify.py``, copied in).
+  does (``trainer/archive_classify.py``, copied in), beside ``prepare.py``
+  (``trainer/archive_prepare.py``), which it imports to convert the image.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from trainer.inference.model import Loaded
 from trainer.inference.preprocess import FILL_SEED
 
 EXAMPLE = Path(__file__).parent.parent / "archive_classify.py"  # the README's code, run by the tests as it stands
+PREPARE = Path(__file__).parent.parent / "archive_prepare.py"  # the archive's prepare.py, which the code imports
 
 MAX_BATCH = 4096
 FILES = ("weights.safetensors", "model.pt2", "model.onnx", "labels.txt", "mean.npy", "mean.png", "info.json",
-         "README.md")
+         "prepare.py", "README.md")
 
 README = """\
 # {title}
@@ -49,6 +51,7 @@ A {classes}-class image classifier exported from digitslike (snapshot `{snapshot
 | `labels.txt` | the class names, one a line, in output order |
 | `mean.npy`, `mean.png` | what preprocessing subtracts (pixel units, H×W×C) |
 | `info.json` | the preprocessing, below |
+| `prepare.py` | how an image becomes the model's channels (the code below imports it) |
 
 Preprocessing (`info.json`): decode as {mode} (a JPEG at the smallest scale that still covers what the
 resize makes of it, turned upright by its EXIF orientation), resize to {image_width}×{image_height} in the
@@ -112,5 +115,6 @@ def archive_files(loaded: Loaded) -> dict[str, bytes]:
         "labels.txt": labels_bytes(loaded),
         **mean_files(loaded),
         "info.json": json.dumps(description, indent=1, ensure_ascii=False).encode(),
+        "prepare.py": PREPARE.read_bytes(),
         "README.md": readme.encode(),
     }

@@ -8,8 +8,9 @@ archive has,
   ``labels.txt``): the detector in eval mode, its own resize, NMS and score
   floor inside;
 - ``detect.py`` (``trainer/archive_detect.py``, copied in) prepares a photo
-  as the dataset build did, runs the ONNX file and maps the boxes back to
-  the photo's pixels; the README shows the few lines it takes.
+  as the dataset build did (``prepare.py``, ``trainer/archive_prepare.py``),
+  runs the ONNX file and maps the boxes back to the photo's pixels; the
+  README shows the few lines it takes.
 
 There is no ``model.pt2``: ``torch.export`` cannot capture torchvision's
 detectors. Their post-processing is data-dependent (the proposals and
@@ -46,12 +47,13 @@ from trainer.inference.model import Loaded
 from trainer.inference.preprocess import FILL_SEED
 
 SCRIPT = Path(__file__).parent.parent / "archive_detect.py"  # the archive's detect.py, run by the tests as it stands
+PREPARE = Path(__file__).parent.parent / "archive_prepare.py"  # the archive's prepare.py, which detect.py imports
 OPSET = 17
 OUTPUTS = ("boxes", "scores", "labels")
 NO_PROGRAM = ("not included: torch.export cannot capture torchvision's detectors (their post-processing keeps "
               "a data-dependent number of boxes)")
-FILES = ("weights.safetensors", "model.onnx", "labels.txt", "mean.npy", "mean.png", "info.json", "detect.py",
-         "README.md")
+FILES = ("weights.safetensors", "model.onnx", "labels.txt", "mean.npy", "mean.png", "info.json", "prepare.py",
+         "detect.py", "README.md")
 
 README = """\
 # {title}
@@ -66,6 +68,7 @@ A {classes}-class object detector exported from digitslike (snapshot `{snapshot}
 | `mean.npy`, `mean.png` | what preprocessing subtracts (pixel units, H×W×3) |
 | `info.json` | the preprocessing, below |
 | `detect.py` | prepares a photo, detects, maps the boxes back to the photo |
+| `prepare.py` | how `detect.py` prepares a photo, as the dataset build did |
 
 `model.onnx` takes `image`, one float32 3×H×W image of any height and width, and gives `boxes` (N×4: x1,
 y1, x2, y2 in that image's pixels), `scores` (N, best first) and `labels` (N, indices into `labels.txt`).
@@ -188,6 +191,7 @@ def archive_files(loaded: Loaded) -> dict[str, bytes]:
         "labels.txt": labels_bytes(loaded),
         **mean_files(loaded),
         "info.json": json.dumps(description, indent=1, ensure_ascii=False).encode(),
+        "prepare.py": PREPARE.read_bytes(),
         "detect.py": SCRIPT.read_bytes(),
         "README.md": readme.encode(),
     }

@@ -12,7 +12,9 @@ pixels (crops, translations, flips), which moves the masks with them. Its
 models segment one image (Segment) and are evaluated on a split of their
 dataset, with a report of their own (``segmentation_report``: mIoU, pixel
 accuracy, Dice, per-class IoU, the pixel confusion matrix, the images worst
-first with their masks); evaluation on new images and export are to come.
+first with their masks), and exported (``segmentation_export``: ONNX and a
+``torch.export`` program, the colour map, and a script that segments a
+photo as Segment one does); evaluation on new images is to come.
 """
 
 from trainer.catalog import SEGMENTATION_NETWORKS
@@ -30,11 +32,12 @@ TASK = Task("segmentation", "Semantic segmentation", metrics=(
     Metric("pixel_accuracy", "pixel accuracy"),
     Metric("dice", "Dice"),
 ), metrics_title="intersection over union", targets=Masks(), training="trainer.tasks.segmentation_training",
-    plan="trainer.tasks.segmentation_plan", networks=SEGMENTATION_NETWORKS, network_sources=("standard",),
+    plan="trainer.tasks.segmentation_plan", export="trainer.tasks.segmentation_export",
+    networks=SEGMENTATION_NETWORKS, network_sources=("standard",),
     refused_options={"rotation": RESAMPLED, "scale": RESAMPLED, "tta": CLASSIFICATION_ONLY,
                      "label_smoothing": CLASSIFICATION_ONLY},
     best_by="val_miou", run_options=("segmentation_loss",),
-    model_uses=frozenset({uses.SEGMENT, uses.EVALUATE}),
+    model_uses=frozenset({uses.SEGMENT, uses.EVALUATE, uses.EXPORT}),
     # Each class's scores at the end of a run, on the page's result.
     class_metrics={"iou": "IoU", "dice": "Dice", "precision": "precision", "recall": "recall"},
     # Its report is its own, of a split of the model's dataset: new images

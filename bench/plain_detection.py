@@ -37,7 +37,7 @@ from torchmetrics.detection import MeanAveragePrecision
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from plain_train import Clock  # noqa: E402  (the classification baseline's, beside this file)
+from plain_train import Clock, fit, print_result  # noqa: E402  (the classification baseline's, beside this file)
 
 from trainer import jobfiles  # noqa: E402
 from trainer.hostmemory import keep_freed_memory  # noqa: E402
@@ -118,17 +118,10 @@ def main(dataset: str, out_dir: str, recipe_json: str) -> None:
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(recipe["precision"])
     autocast = torch.autocast(device.type, dtype=dtype) if dtype else nullcontext()
     clock = Clock(min(recipe["warmup_steps"], epochs * (len(train_x) // batch) // 2), device)
-    found = 0.0
-    for epoch in range(epochs):
-        clock.start()
-        train_one_epoch(model, optimizer, train_x, train_b, mean, recipe, autocast, clock)
-        clock.stop()
-        found = evaluate(model, val_x, val_b, mean, batch, autocast)
-        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch},
-                   out / "checkpoint.pth")
-    images = (clock.steps - clock.warmup) * batch
-    print(json.dumps({"threads": torch.get_num_threads(), "train_seconds": clock.seconds,
-                      "images_per_s": images / clock.seconds, "val_map50": found}))
+    found = fit(clock, epochs, lambda: train_one_epoch(model, optimizer, train_x, train_b, mean, recipe, autocast, clock),
+                lambda: evaluate(model, val_x, val_b, mean, batch, autocast),
+                lambda epoch: {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}, out)
+    print_result(clock, batch, "val_map50", found)
 
 
 if __name__ == "__main__":

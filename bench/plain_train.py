@@ -32,6 +32,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -116,6 +117,29 @@ class Clock:
             self.seconds += time.perf_counter() - self.started
 
 
+def fit(clock: Clock, epochs: int, train_one: Callable[[], None], evaluate: Callable[[], float],
+        checkpoint: Callable[[int], dict], out: Path) -> float:
+    """The reference scripts' epoch loop: an epoch trained (timed by
+    ``clock``), evaluated, and ``checkpoint(epoch)`` saved to ``out``; the
+    last evaluation's figure."""
+    found = 0.0
+    for epoch in range(epochs):
+        clock.start()
+        train_one()
+        clock.stop()
+        found = evaluate()
+        torch.save(checkpoint(epoch), out / "checkpoint.pth")
+    return found
+
+
+def print_result(clock: Clock, batch: int, metric: str, value: float) -> None:
+    """The one JSON line the benchmarks read: threads, training seconds and
+    images per second after the warm-up, and the final validation ``metric``."""
+    images = (clock.steps - clock.warmup) * batch
+    print(json.dumps({"threads": torch.get_num_threads(), "train_seconds": clock.seconds,
+                      "images_per_s": images / clock.seconds, metric: value}))
+
+
 def lr_factor(recipe: dict, total_steps: int):
     def factor(step: int) -> float:
         percent = 100.0 * step / total_steps
@@ -151,17 +175,13 @@ def main(dataset: str, out_dir: str, recipe_json: str) -> None:
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(recipe["precision"])
     autocast = torch.autocast(device.type, dtype=dtype) if dtype else nullcontext()
     clock = Clock(min(recipe["warmup_steps"], total_steps // 2), device)
-    accuracy = 0.0
-    for epoch in range(epochs):
-        clock.start()
-        train_one_epoch(model, criterion, optimizer, scheduler, train_x, train_y, inputs, batch, autocast, clock)
-        clock.stop()
-        accuracy = evaluate(model, val_x, val_y, inputs, batch, autocast)
-        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                    "lr_scheduler": scheduler.state_dict(), "epoch": epoch}, out / "checkpoint.pth")
-    images = (clock.steps - clock.warmup) * batch
-    print(json.dumps({"threads": torch.get_num_threads(), "train_seconds": clock.seconds,
-                      "images_per_s": images / clock.seconds, "val_top1": accuracy}))
+    accuracy = fit(clock, epochs,
+                   lambda: train_one_epoch(model, criterion, optimizer, scheduler, train_x, train_y, inputs, batch,
+                                           autocast, clock),
+                   lambda: evaluate(model, val_x, val_y, inputs, batch, autocast),
+                   lambda epoch: {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                  "lr_scheduler": scheduler.state_dict(), "epoch": epoch}, out)
+    print_result(clock, batch, "val_top1", accuracy)
 
 
 if __name__ == "__main__":

@@ -227,22 +227,28 @@ def app_run(app: LaunchedApp, args: argparse.Namespace, watcher: Watcher | None)
                {name: after[name] - before.get(name, 0.0) for name in after} | {"browser": after.get("browser", 0.0)})
 
 
+def plain_script(script: str, dataset: Path, recipe: dict, threads: dict[str, str] | None = None) -> tuple[dict, float]:
+    """``bench/<script> DATASET OUT RECIPE`` run in a job's environment
+    (with ``threads``' variables where given) in a folder of its own; its
+    last line's JSON and its wall-clock seconds. Exits with its error if it fails."""
+    out = Path(tempfile.mkdtemp(prefix="digitslike-plain-"))
+    env = {**environment.allowed(os.environ), "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **(threads or {})}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / script), str(dataset), str(out), json.dumps(recipe)],
+                          capture_output=True, text=True, cwd=out, env=env, start_new_session=True)
+    wall = time.perf_counter() - start
+    shutil.rmtree(out, ignore_errors=True)
+    if done.returncode:
+        sys.exit(f"the plain loop failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1]), wall
+
+
 def plain_run(dataset: Path, args: argparse.Namespace) -> Run:
     work = args.work
     recipe = {"network": work.network, "epochs": args.epochs, "batch": args.batch, "lr": work.lr,
               "solver": work.solver, "policy": work.policy, "flip": work.flip, "mean": "image",
               "precision": args.precision, "warmup_steps": WARMUP_STEPS}
-    out = Path(tempfile.mkdtemp(prefix="digitslike-plain-"))
-    env = {**environment.allowed(os.environ), "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}  # as a job's
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "plain_train.py"), str(dataset), str(out),
-                           json.dumps(recipe)], capture_output=True, text=True, cwd=out, env=env,
-                          start_new_session=True)
-    wall = time.perf_counter() - start
-    shutil.rmtree(out, ignore_errors=True)
-    if done.returncode:
-        sys.exit(f"the plain loop failed:\n{done.stderr[-3000:]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result, wall = plain_script("plain_train.py", dataset, recipe)
     return Run(result["images_per_s"], wall, result["threads"], result["val_top1"])
 
 

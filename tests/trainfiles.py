@@ -100,3 +100,31 @@ def train_config(dataset_dir: Path, **overrides) -> dict:
     }
     config.update(overrides)
     return config
+
+
+def evaluation_run(model: Path, job: Path, source: dict, roots: Sequence[Path] = (),
+                   **report_options) -> tuple[int, Path]:
+    """The evaluation job run in this process, on one thread, on ``source``
+    with the model trained in ``model / "run"``: its exit code and output folder."""
+    import torch
+
+    from trainer.evaluation_files import OUTPUT
+    from trainer.inference.job import main
+
+    job.mkdir(parents=True)
+    config = {"model_dir": str(model / "run"), "snapshot": None, "source": source, "top_n": 5,
+              "roots": [str(root) for root in roots], "report_options": report_options}
+    (job / jobfiles.CONFIG).write_text(json.dumps(config))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return main(str(job / jobfiles.CONFIG)), job / OUTPUT
+    finally:
+        torch.set_num_threads(threads)
+
+
+def error_of(job: Path) -> str:
+    """The message of the job's last error event."""
+    from trainer import eventkinds, eventlog
+
+    return [e for e in eventlog.read_all(job) if e["kind"] == eventkinds.ERROR][-1]["data"]["message"]

@@ -44,13 +44,14 @@ EVAL_REPORT = {"type": "object", "properties": {
                "{recall (101 points), precision {class: [101 values] or null}}, false_positives and missed "
                "[{index, name, class, box (, score)}] with their totals, worst [{index, name, misses, false_positives, "
                "truth, detections}] with worst_total, skipped [{file, line, reason}] (new images' files and lines left out), "
-               "snapshot, warnings. Layout \"masks\" (semantic segmentation, a split alone): classes, count, miou, "
+               "snapshot, warnings. Layout \"masks\" (semantic segmentation): classes, count, miou, "
                "pixel_accuracy, dice, loss, ignore (the ignore value), pixels (labelled), ignored, confusion (pixels; "
                "rows: true class, columns: predicted), per_class [{class, pixels, predicted, iou, dice, precision, "
                "recall}] (null where a class is in neither), worst [{index, name, miou, pixel_accuracy, labelled, "
                "wrong, ignored, truth, predicted}] lowest mIoU first (truth and predicted: base64 PNGs of class "
                "indices at image_size, the ignore value where the truth ignores a pixel) with worst_total (the images "
-               "with a labelled pixel), image_size, snapshot, warnings"}}}
+               "with a labelled pixel), skipped [{file, line, reason}] (new images' bad pairs left out), image_size, "
+               "snapshot, warnings"}}}
 EVAL_ROWS_QUERY = [{"name": name, "in": "query", "schema": schema, "description": text} for name, schema, text in (
     ("label", {"type": "integer"}, "true class index"), ("predicted", {"type": "integer"}, "top-1 class index"),
     ("outcome", {"enum": ["correct", "wrong", "unlabelled", "unreadable"]}, ""),

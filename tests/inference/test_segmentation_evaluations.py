@@ -2,7 +2,9 @@
 trained a few seconds on the scenes, evaluated on its validation split (its
 report, rows, downloads and images as the API and the page give them, and a
 real browser drawing its figures, its confusion matrix and the worst images'
-error maps), refused for new images, and Compare of a group."""
+error maps), on new images with their label images (a server folder over
+the API, an uploaded archive on the New evaluation page, the files left
+out listed in the browser; a text list refused), and Compare of a group."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import base64
 import csv
 import io
 import json
+import shutil
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -18,19 +22,22 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from PIL import Image
 
-from inference.evaluate.services import evaluate
+from inference.evaluate.services import evaluate, submit
 from jobs.models import Job, Status
 from tests.browser import needs_chromium, sign_up
 from tests.clients import signed_in
-from tests.evalfiles import evaluated_over_api
+from tests.evalfiles import evaluated_over_api, imports
 from tests.jobtools import wait_status
 from tests.processes import wait_for
-from tests.segmentationfiles import CLASSES, copied_segmenter, train_segmenter_once
+from tests.segmentationfiles import CLASSES, copied_segmenter, png, train_segmenter_once
 from trainer.evaluation_files import OUTPUT, REPORT
 from trainer.segmentation.labels import IGNORE
 
 TIMEOUT = 180
 VAL_IMAGES = 8  # a quarter of the 32 scenes
+SCENES = 32
+# The one bad pair the new images hold: a label image of another size than its image's.
+SMALL = {"file": "images/small.png", "line": None, "reason": "label image labels/small.png is 10×10, its image 64×48"}
 # The error map's colours (masks_report.js): right, wrong, ignored.
 ERRORS = np.array([[46, 160, 67], [211, 47, 47], [158, 158, 158]], dtype=np.uint8)
 
@@ -56,7 +63,7 @@ def test_a_segmenter_evaluated_on_its_validation_split(alice, worker, trained):
     model = copied_segmenter(alice, trained)
     client = signed_in(alice)
     page = client.get(reverse("job", args=[model.pk])).content.decode()
-    assert 'id="evaluate"' in page and 'id="classify-many"' not in page, "a split alone: no files to evaluate"
+    assert 'id="evaluate"' in page and 'id="classify-many"' in page and ">Segment many</a>" in page
     job, report = evaluated_over_api(client, model, timeout=TIMEOUT)
     assert report["layout"] == "masks" and report["count"] == VAL_IMAGES and report["image_size"] == [24, 32]
     assert [row["class"] for row in report["per_class"]] == list(CLASSES)
@@ -83,17 +90,61 @@ def test_a_segmenter_evaluated_on_its_validation_split(alice, worker, trained):
     assert str(model.folder) not in json.dumps(report)
 
 
+def new_images(trained: Path, name: str) -> Path:
+    """The scenes' source (``images/`` and ``labels/``, 64×48) and one bad pair, in a folder the server may read."""
+    folder = imports() / name
+    shutil.copytree(trained / "source", folder)
+    shutil.copy(folder / "images" / "scene000.png", folder / "images" / "small.png")
+    (folder / "labels" / "small.png").write_bytes(png(np.zeros((10, 10), dtype=np.uint8)))
+    return folder
+
+
+def zipped(folder: Path) -> io.BytesIO:
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        for path in sorted(folder.rglob("*.png")):
+            archive.write(path, f"scenes/{path.relative_to(folder)}")
+    data.seek(0)
+    data.name = "scenes.zip"
+    return data
+
+
 @pytest.mark.one_database
-def test_a_segmenter_is_not_evaluated_on_new_images(alice, trained):
+def test_a_segmenter_on_new_images_from_a_server_folder_and_an_uploaded_archive(alice, worker, trained):
     model = copied_segmenter(alice, trained)
     client = signed_in(alice)
-    for source, fields in (("folder", {"folder": str(trained / "source" / "images")}),
-                           ("list", {"list_text": str(trained / "source" / "images" / "scene000.png")})):
-        response = client.post("/api/evaluations", data=json.dumps({"model": model.pk, "source": source, **fields}),
-                               content_type="application/json")
-        assert response.status_code == 400, response.content
-        assert "Semantic segmentation models are not evaluated on" in json.dumps(response.json()), response.content
-    assert not Job.objects.filter(kind="evaluation").exists()
+    folder = new_images(trained, "new-scenes")
+    response = client.post("/api/evaluations", data=json.dumps({"model": model.pk, "source": "folder",
+                                                                "folder": str(folder)}),
+                           content_type="application/json")
+    assert response.status_code == 201, response.content
+    folder_job = Job.objects.get(pk=response.json()["id"])
+    page = client.post(reverse("new-evaluation"), {"model": model.pk, "source": "archive", "archive": zipped(folder),
+                                                   "top_n": 5})
+    assert page.status_code == 302, page.content.decode()[-3000:]
+    archive_job = Job.objects.get(pk=page["Location"].rstrip("/").rsplit("/", 1)[-1])
+    reports = []
+    for job in (folder_job, archive_job):
+        job = wait_status(job, Status.DONE, Status.FAILED, timeout=TIMEOUT)
+        assert job.status == Status.DONE, job.error
+        report = client.get(f"/api/evaluations/{job.pk}/report").json()["report"]
+        assert report["layout"] == "masks" and report["count"] == SCENES and report["skipped"] == [SMALL]
+        assert report["pixels"] + report["ignored"] == SCENES * 24 * 32, "placed at the dataset's 32×24"
+        assert str(imports()) not in json.dumps(report) and str(trained) not in json.dumps(report)
+        image = client.get(f"/evaluations/{job.pk}/images/{report['worst'][0]['index']}.png")
+        assert image["Content-Type"] == "image/png" and image.content.startswith(b"\x89PNG")
+        assert client.get(f"/api/jobs/{job.pk}").json()["miou"] == report["miou"]
+        reports.append(report)
+    assert reports[0]["confusion"] == reports[1]["confusion"], "the folder and its archive score alike"
+
+    response = client.post("/api/evaluations", data=json.dumps({
+        "model": model.pk, "source": "list", "list_text": str(folder / "images" / "scene000.png")}),
+        content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert response.json()["errors"]["source"][0]["message"].startswith(
+        "Semantic segmentation models are not evaluated on a text list: they take a split of their dataset, a folder "
+        "on the server or an uploaded archive of images with their label images")
+    assert Job.objects.filter(kind="evaluation").count() == 2
 
 
 def canvas_pixels(page, number: int) -> np.ndarray:
@@ -145,6 +196,25 @@ def test_the_report_page_draws_the_figures_the_matrix_and_each_worst_images_erro
     assert (canvas_pixels(page, 0)[..., 3] == 0).all(), "opacity 0 draws nothing"
     expect(page.locator("#confusion")).to_be_hidden()
     expect(page.locator("#worst-images")).to_be_hidden()
+
+
+@pytest.mark.one_database
+@needs_chromium
+def test_the_report_of_new_images_lists_the_files_left_out(page, worker, trained):
+    from playwright.sync_api import expect
+
+    sign_up(page, "ada")
+    owner = User.objects.get(username="ada")
+    folder = new_images(trained, "shown-scenes")
+    job = wait_status(submit(owner, copied_segmenter(owner, trained), {"type": "folder", "path": str(folder)}),
+                      Status.DONE, Status.FAILED, timeout=TIMEOUT)
+    assert job.status == Status.DONE, job.error
+    page.goto(f"/jobs/{job.pk}/")
+    expect(page.locator("#skipped-files")).to_be_visible()
+    expect(page.locator("#skipped-count")).to_have_text("1 file(s) or line(s) left out.")
+    expect(page.locator("#skipped-table tbody tr td")).to_have_text([SMALL["file"], "", SMALL["reason"]])
+    expect(page.locator("#worst-masks-gallery")).to_have_attribute("data-drawn", "true", timeout=30_000)
+    expect(page.locator("#worst-masks-gallery figure")).to_have_count(SCENES)
 
 
 @pytest.mark.one_database

@@ -14,15 +14,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import torch
 
 from tests.detectionfiles import kitti_line, train_detector_once
-from trainer import eventkinds, eventlog
+from tests.trainfiles import error_of, evaluation_run
 from trainer.datastore import SplitReader, png_bytes
 from trainer.detection.coco_export import coco_json
 from trainer.detection.targets import Boxes
-from trainer.evaluation_files import IMAGES, OUTPUT, REPORT, RESULTS
-from trainer.inference.job import main
+from trainer.evaluation_files import IMAGES, REPORT, RESULTS
 
 SPLIT = {"type": "split", "split": "val"}
 
@@ -34,32 +32,14 @@ def model(tmp_path_factory) -> Path:
     return train_detector_once(tmp_path_factory.mktemp("detector"))  # on one thread
 
 
-def evaluate(model: Path, job: Path, source: dict, roots: list[Path] = (), **report_options) -> tuple[int, Path]:
-    """The evaluation job run here on ``source``: its exit code and output folder."""
-    job.mkdir(parents=True)
-    config = {"model_dir": str(model / "run"), "snapshot": None, "source": source, "top_n": 5,
-              "roots": [str(root) for root in roots], "report_options": report_options}
-    (job / "config.json").write_text(json.dumps(config))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return main(str(job / "config.json")), job / OUTPUT
-    finally:
-        torch.set_num_threads(threads)
-
-
 def read(folder: Path, name: str):
     return json.loads((folder / name).read_text())
-
-
-def error_of(job: Path) -> str:
-    return [e for e in eventlog.read_all(job) if e["kind"] == eventkinds.ERROR][-1]["data"]["message"]
 
 
 @pytest.fixture(scope="module")
 def split_output(model, tmp_path_factory) -> Path:
     """The output of the evaluation of the validation split, at the default threshold."""
-    code, output = evaluate(model, tmp_path_factory.mktemp("split") / "job", SPLIT)
+    code, output = evaluation_run(model, tmp_path_factory.mktemp("split") / "job", SPLIT)
     assert code == 0
     return output
 
@@ -82,7 +62,7 @@ def val_as_coco_zip(model: Path, path: Path) -> Path:
 def test_the_validation_split_as_a_coco_archive_scores_as_the_split(model, split_output, tmp_path):
     split_report = read(split_output, REPORT)
     assert split_report["map50"] > 0 and split_report["detections"] > 0, "something to compare"
-    code, output = evaluate(model, tmp_path / "job", {"type": "archive", "path": str(val_as_coco_zip(
+    code, output = evaluation_run(model, tmp_path / "job", {"type": "archive", "path": str(val_as_coco_zip(
         model, tmp_path / "val.zip")), "label_format": "auto"})
     assert code == 0, error_of(tmp_path / "job")
     report = read(output, REPORT)
@@ -104,7 +84,7 @@ def test_a_kitti_folder_reports_bad_files_and_unknown_classes_and_scores_the_res
     (folder / "label_2" / "short.txt").write_text("Car 0 0 0 1 1 9\n")
     shutil.copy(folder / "image_2" / "000001.png", folder / "image_2" / "truck.png")
     (folder / "label_2" / "truck.txt").write_text(kitti_line("Truck", (2, 2, 20, 20)) + kitti_line("car", (3, 3, 9, 9)))
-    code, output = evaluate(model, tmp_path / "job", {"type": "folder", "path": str(folder), "label_format": "kitti"},
+    code, output = evaluation_run(model, tmp_path / "job", {"type": "folder", "path": str(folder), "label_format": "kitti"},
                             [tmp_path])
     assert code == 0, error_of(tmp_path / "job")
     report = read(output, REPORT)
@@ -127,7 +107,7 @@ def test_a_folder_with_no_usable_image_fails_with_the_first_reasons(model, tmp_p
     (folder / "image_2" / "a.png").write_bytes(b"not a png")
     (folder / "label_2" / "a.txt").write_text(kitti_line("Car", (1, 1, 9, 9)))
     (folder / "label_2" / "b.txt").write_text(kitti_line("Car", (1, 1, 9, 9)))
-    code, output = evaluate(model, tmp_path / "job", {"type": "folder", "path": str(folder)}, [tmp_path])
+    code, output = evaluation_run(model, tmp_path / "job", {"type": "folder", "path": str(folder)}, [tmp_path])
     assert code != 0 and not output.exists()
     message = error_of(tmp_path / "job")
     assert message.startswith("No usable image in the folder: ")
@@ -136,7 +116,7 @@ def test_a_folder_with_no_usable_image_fails_with_the_first_reasons(model, tmp_p
 
 
 def test_a_folder_outside_the_roots_is_refused_by_the_job_too(model, tmp_path):
-    code, output = evaluate(model, tmp_path / "job", {"type": "folder", "path": str(model / "kitti")}, [tmp_path])
+    code, output = evaluation_run(model, tmp_path / "job", {"type": "folder", "path": str(model / "kitti")}, [tmp_path])
     assert code != 0 and error_of(tmp_path / "job") == "The folder is not inside the folders this server may read."
 
 
@@ -147,7 +127,7 @@ def test_the_score_threshold_moves_precision_recall_and_the_listings(model, spli
     below, above = top - 0.0005, top + 0.0005
     reports = {}
     for threshold in (below, above):
-        code, output = evaluate(model, tmp_path / str(threshold), SPLIT, score_threshold=threshold)
+        code, output = evaluation_run(model, tmp_path / str(threshold), SPLIT, score_threshold=threshold)
         assert code == 0, error_of(tmp_path / str(threshold))
         reports[threshold] = found = read(output, REPORT)
         assert found["score_threshold"] == threshold

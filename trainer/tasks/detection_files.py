@@ -15,43 +15,22 @@ shows and the job batches exactly as it batches a split."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainer.archives import Limits, MemberReader, list_members
-from trainer.dataset_sources import SourceError, inside
-from trainer.datastore import EncodedSplitWriter, SplitReader, encode
-from trainer.detection.annotations import Problem
+from trainer.dataset_sources import SourceError
+from trainer.detection.annotations import Annotated
 from trainer.detection.common import ImportOptions
 from trainer.detection.importer import chosen_format, read_source
-from trainer.detection.sourcefiles import ArchiveFiles, FolderFiles, SourceFiles
 from trainer.detection.targets import Boxes
-from trainer.evaluation_files import IMAGES
 from trainer.inference.errors import InferenceError
+from trainer.inference.labelled_sources import open_files, stored
 from trainer.inference.model import Loaded, build_options
-from trainer.inference.preprocess import placed
-from trainer.targets import TargetError
+from trainer.inference.preprocess import Placed
 
-from .detection_plan import FIRST_REASONS, planned_boxes
+from .detection_plan import planned_boxes
 from .training import FileImages
-
-# A compressed tar's uncompressed copy, in the evaluation's folder while it is read.
-UNCOMPRESSED = "archive.tar"
-
-
-def _files(source: dict[str, Any], config: dict[str, Any], work: Path) -> tuple[SourceFiles, MemberReader | None]:
-    if source["type"] == "folder":
-        path = Path(source["path"])
-        if not inside(path, [Path(root).resolve() for root in config["roots"]]):
-            raise InferenceError("The folder is not inside the folders this server may read.")
-        return FolderFiles(path), None
-    print("checking the archive…", flush=True)
-    listing = list_members(Path(source["path"]), work / UNCOMPRESSED, Limits(**config.get("archive_limits", {})))
-    return ArchiveFiles(listing), listing.reader
-
-
-def _row(problem: Problem) -> dict[str, Any]:
-    return {"file": problem.file, "line": problem.line, "reason": problem.reason}
 
 
 def file_images(loaded: Loaded, source: dict[str, Any], config: dict[str, Any], work: Path) -> FileImages:
@@ -59,33 +38,17 @@ def file_images(loaded: Loaded, source: dict[str, Any], config: dict[str, Any], 
     InferenceError when the source cannot be read in the format, or none of
     its images can be used (with the first reasons)."""
     try:
-        files, reader = _files(source, config, work)
+        files, reader = open_files(source, config, work)
         label_format = chosen_format(files, source.get("label_format") or "auto")
         print(f"label format: {label_format}", flush=True)
         found = read_source(files, label_format, ImportOptions(class_map={name: name for name in loaded.classes}))
     except SourceError as exc:
         raise InferenceError(str(exc)) from None
-    problems = list(found.problems)
     options = build_options(loaded.dataset_dir)
-    height, width = loaded.image_size
-    shape = (height, width, loaded.channels)
-    writer = EncodedSplitWriter(work, IMAGES, shape, len(found.images), Boxes(), "png", 0)
-    names = []
-    for number, annotated in enumerate(found.images, 1):
-        where = files.path_or_member(annotated.image)
-        try:
-            image = placed(loaded, where if isinstance(where, str) else reader.read(where))
-            rows, _ = Boxes().placed(planned_boxes(annotated, loaded.classes), image.shown, image.where.image, options)
-        except (InferenceError, TargetError) as exc:
-            problems.append(Problem(annotated.image, None, str(exc)))
-            continue
-        writer.add(encode(image.pixels, "png", 0), rows)
-        names.append(annotated.image)
-        if number % 100 == 0:
-            print(f"read {number} of {len(found.images)} images", flush=True)
-    writer.close()
-    (work / UNCOMPRESSED).unlink(missing_ok=True)
-    if not names:
-        reasons = "; ".join(str(problem) for problem in problems[:FIRST_REASONS]) or "it holds no labelled image"
-        raise InferenceError(f"No usable image in the {source['type']}: {reasons}.")
-    return FileImages(SplitReader(work, IMAGES, "png", shape, Boxes()), names, [_row(p) for p in problems])
+
+    def boxes_of(annotated: Annotated) -> Callable[[Placed], object]:
+        return lambda image: Boxes().placed(planned_boxes(annotated, loaded.classes), image.shown, image.where.image,
+                                            options)[0]
+
+    labelled = [(annotated.image, boxes_of(annotated)) for annotated in found.images]
+    return stored(loaded, files, reader, labelled, Boxes(), list(found.problems), source, work)

@@ -10,11 +10,12 @@ pixels and the images per class). Its trainer side
 a small U-Net on them from scratch, with the augmentation that re-indexes
 pixels (crops, translations, flips), which moves the masks with them. Its
 models segment one image (Segment) and are evaluated on a split of their
-dataset, with a report of their own (``segmentation_report``: mIoU, pixel
-accuracy, Dice, per-class IoU, the pixel confusion matrix, the images worst
-first with their masks), and exported (``segmentation_export``: ONNX and a
+dataset or on new images with their label images (``segmentation_files``),
+with a report of their own (``segmentation_report``: mIoU, pixel accuracy,
+Dice, per-class IoU, the pixel confusion matrix, the images worst first
+with their masks), and exported (``segmentation_export``: ONNX and a
 ``torch.export`` program, the colour map, and a script that segments a
-photo as Segment one does); evaluation on new images is to come.
+photo as Segment one does).
 """
 
 from trainer.catalog import SEGMENTATION_NETWORKS
@@ -40,6 +41,10 @@ TASK = Task("segmentation", "Semantic segmentation", metrics=(
     model_uses=frozenset({uses.SEGMENT, uses.EVALUATE, uses.EXPORT}),
     # Each class's scores at the end of a run, on the page's result.
     class_metrics={"iou": "IoU", "dice": "Dice", "precision": "precision", "recall": "recall"},
-    # Its report is its own, of a split of the model's dataset: new images
-    # with their label images are to come.
-    evaluation_sources=("split",))
+    # Its report is its own, of a split of the model's dataset or of new
+    # images with their label images (``segmentation_files``): a text list gives none.
+    evaluation_sources=("split", "folder", "archive"),
+    labelled_files="images with their label images, in a folder of images and one of label images (labels, masks or "
+                   "annotations) with matching names or in Pascal VOC's layout, the label images coded as the model's "
+                   "dataset's",
+    files_action="Segment many")

@@ -131,6 +131,16 @@ def choose_coding(config: dict[str, Any], files: SourceFiles,
     return coding, classes, labelling
 
 
+def dataset_coding(options: dict[str, Any], labelling: dict[str, Any], classes: int) -> Coding:
+    """How a built dataset's label images gave its ``classes`` classes, from
+    its manifest's build ``options`` and ``labelling`` (``choose_coding``'s):
+    new label images are read as its own were (an evaluation's)."""
+    if labelling.get("label_type") == "colours":
+        return Coding.of_colours(parse_colour_map(options.get("colour_map") or ""))
+    ignore = str(labelling.get("ignore") or "")
+    return Coding.of_values(classes, int(ignore) if ignore.isdigit() else None, labelling.get("binary") == "foreground")
+
+
 def _given_names(config: dict[str, Any], files: SourceFiles) -> list[str] | None:
     if text := (config.get("class_names") or "").strip():
         return parse_class_names(text)

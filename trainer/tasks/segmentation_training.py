@@ -15,7 +15,8 @@ flips) moves the masks with them, by the same gather (``follow``);
 rotation and zoom, which resample the pixels, are refused, as are
 classification's test-time augmentation and label smoothing.
 
-Its evaluation report of a split is its own (``segmentation_report``).
+Its evaluation report is its own (``segmentation_report``), of a split or of
+new images with their label images (``segmentation_files``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from trainer.segmentation.labels import IGNORE
 from trainer.segmentation.targets import Masks, pixel_counts
 from trainer.tta import Predictor
 
-from . import segmentation_report
+from . import segmentation_files, segmentation_report
 from .base import Task
 from .training import SplitReport
 
@@ -237,8 +238,10 @@ class Training:
     def split_report(self, model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]], total: int,
                      names: list[str], image_names: Sequence[str],
                      progress: Callable[[int, int], None]) -> SplitReport:
-        """The evaluation job's report of a split (``segmentation_report``)."""
+        """The evaluation job's report of a split or of new images stored as one (``segmentation_report``)."""
         return segmentation_report.split_report(self, model, batches, total, names, image_names, progress)
+
+    file_images = staticmethod(segmentation_files.file_images)
 
     def describe(self, metrics: dict[str, float]) -> str:
         shown = ", ".join(f"{metric.label} {metrics[metric.field]:.2%}" for metric in self.task.metrics)

@@ -99,9 +99,4 @@ export function showBoxes(report, data) {
     (row) => el("tr", {}, el("td", {}, el("a", { href: imageOf(data, row.index) }, row.name)),
       el("td", {}, report.classes[row.class]), el("td", {}, place(row))));
   $("missed-boxes").hidden = false;
-  if (report.skipped?.length) {
-    listed(report, "skipped", report.skipped, report.skipped.length, "file(s) or line(s) left out",
-      (row) => el("tr", {}, el("td", {}, row.file), el("td", {}, row.line ?? ""), el("td", {}, row.reason)));
-    $("skipped-files").hidden = false;
-  }
 }

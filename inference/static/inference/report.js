@@ -2,7 +2,8 @@
 // matrix (click a cell for its images), per-class figures, the mistakes by
 // confidence, Top-N per class, and every image's top 5, paged and filtered.
 // A report of boxes (detections) is boxes_report.js's, one of masks
-// (segmentation) masks_report.js's. It loads when the
+// (segmentation) masks_report.js's; the files new images left out are
+// listed for both. It loads when the
 // evaluation's result event arrives (the page's stream
 // replays it for a finished one).
 import { plot } from "../js/charts.js";
@@ -168,6 +169,15 @@ function setUpRows() {
   $("rows").hidden = false;
 }
 
+// The files or lines of new labelled images the evaluation left out, with why.
+function showSkipped() {
+  if (!report.skipped?.length) return;
+  $("skipped-count").textContent = `${report.skipped.length} file(s) or line(s) left out.`;
+  $("skipped-table").tBodies[0].replaceChildren(...report.skipped.map((row) => el("tr", {},
+    el("td", {}, row.file), el("td", {}, row.line ?? ""), el("td", {}, row.reason))));
+  $("skipped-files").hidden = false;
+}
+
 async function load() {
   if (report) return;
   const found = await api("GET", data.report_api);
@@ -176,10 +186,12 @@ async function load() {
   if (report.layout === "boxes") {
     showSummary(boxesSummary(report));
     showBoxes(report, data);
+    showSkipped();
     return;
   }
   if (report.layout === "masks") {
     showSummary(masksSummary(report));
+    showSkipped();
     await showMasks(report, data);
     return;
   }

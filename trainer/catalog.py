@@ -15,8 +15,8 @@ class NetworkInfo:
     paper_url: str
     input_size: tuple[int, int]  # height, width it was designed for
     summary: str
-    # A detector's: the classifier network (a name in ``NETWORKS``) whose
-    # trained weights its backbone can start from; None: none can.
+    # A detector's or a segmenter's: the classifier network (a name in
+    # ``NETWORKS``) whose trained weights its backbone can start from; None: none can.
     backbone: str | None = None
 
 
@@ -71,19 +71,22 @@ DETECTION_NETWORKS: dict[str, NetworkInfo] = {info.name: info for info in (
 
 SEGMENTATION = (520, 520)  # the crops torchvision trained its segmentation models on
 
-# Semantic segmentation's networks, trained from scratch (``trainer.tasks.segmentation_training``).
+# Semantic segmentation's networks, trained from scratch, torchvision's with
+# their backbone from a pretrained classifier if chosen (``trainer.tasks.segmentation_training``).
 SEGMENTATION_NETWORKS: dict[str, NetworkInfo] = {info.name: info for info in (
     NetworkInfo("unet", "U-Net (small)", "https://arxiv.org/abs/1505.04597", (256, 256),
                 "An encoder of three poolings and a decoder with skip connections, 16 to 128 channels (0.5M "
                 "parameters): for small datasets and medical images, any number of channels."),
     NetworkInfo("lraspp_mobilenet_v3_large", "LR-ASPP MobileNetV3-Large", "https://arxiv.org/abs/1905.02244",
-                SEGMENTATION, "A light segmentation head on MobileNetV3-Large, 3M parameters."),
+                SEGMENTATION, "A light segmentation head on MobileNetV3-Large, 3M parameters.", backbone="mobilenet_v3"),
     NetworkInfo("deeplabv3_mobilenet_v3_large", "DeepLabV3 MobileNetV3-Large", "https://arxiv.org/abs/1706.05587",
-                SEGMENTATION, "Atrous spatial pyramid pooling on MobileNetV3-Large, 11M parameters."),
+                SEGMENTATION, "Atrous spatial pyramid pooling on MobileNetV3-Large, 11M parameters.",
+                backbone="mobilenet_v3"),
     NetworkInfo("deeplabv3_resnet50", "DeepLabV3 ResNet-50", "https://arxiv.org/abs/1706.05587", SEGMENTATION,
-                "Atrous spatial pyramid pooling on a dilated ResNet-50 (output stride 8), 39M parameters."),
+                "Atrous spatial pyramid pooling on a dilated ResNet-50 (output stride 8), 39M parameters.",
+                backbone="resnet50"),
     NetworkInfo("fcn_resnet50", "FCN ResNet-50", "https://arxiv.org/abs/1411.4038", SEGMENTATION,
-                "DIGITS' fully convolutional network, on a dilated ResNet-50, 33M parameters."),
+                "DIGITS' fully convolutional network, on a dilated ResNet-50, 33M parameters.", backbone="resnet50"),
 )}
 
 SOLVERS: list[tuple[str, str]] = [

@@ -38,9 +38,10 @@ _ADDED: dict[str, dict[str, Any]] = {
     "standard_network": {"enum": [name for task in TASKS.values() for name in task.networks],
                          "description": "one of the dataset's task's networks"},
     "previous_job": {"description": "an earlier model's job (or give `pretrained`)"},
-    "backbone_model": {"description": "a done pretrained model whose classifier weights start a detector's backbone "
-                                      "(a ResNet-50 for the ResNet-50 detectors, a MobileNetV3-Large for Faster "
-                                      "R-CNN MobileNetV3-Large FPN)"},
+    "backbone_model": {"description": "a done pretrained model whose classifier weights start a detector's or a "
+                                      "segmenter's backbone (a ResNet-50 for the ResNet-50 detectors, DeepLabV3 and "
+                                      "FCN ResNet-50; a MobileNetV3-Large for Faster R-CNN MobileNetV3-Large FPN, "
+                                      "LR-ASPP and DeepLabV3 MobileNetV3-Large)"},
     "pretrained_model": {"description": "a done pretrained model's job (or give `network: {source: pretrained, id}`)"},
 }
 _JSON_ONLY: dict[str, Any] = {

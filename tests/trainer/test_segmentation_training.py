@@ -2,7 +2,9 @@
 the CPU: the synthetic scenes (a disc and a rectangle on noise, an ignore
 border) built by the dataset build; masks moved with the pixels by every
 augmentation that re-indexes them; the ignored pixels out of the loss and
-the metrics; a small U-Net reaching a stated mIoU in a few epochs."""
+the metrics; a small U-Net reaching a stated mIoU in a few epochs;
+torchvision's segmenters' backbones started from a classifier of their
+network, and refused one of another."""
 
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ import numpy as np
 import pytest
 import torch
 
-from tests.segmentationfiles import CLASSES, built_scenes, trained_segmenter
+from tests.detectionfiles import CPU
+from tests.segmentationfiles import CLASSES, built_scenes, segmentation_config, trained_segmenter
+from trainer import checkpoint, eventlog
 from trainer import eventkinds as kinds
-from trainer import eventlog
 from trainer.augment import Augment, take
 from trainer.networks import NetworkError
 from trainer.segmentation.labels import IGNORE
@@ -193,6 +196,51 @@ def test_torchvisions_networks_take_colour_images_alone():
         1, 2, 24, 30)
     with pytest.raises(NetworkError, match="one of the segmentation networks"):
         training.build({"source": "standard", "name": "lenet"}, 3, 2, 24, 32)
+
+
+def classifier_weights(tmp_path: Path, network: str) -> Path:
+    """A classifier of ``network`` whose weights a fresh network does not start from, saved as a snapshot."""
+    from trainer.networks import build
+
+    trained = build({"source": "standard", "name": network}, 3, 7, 24, 32)
+    for parameter in trained.parameters():
+        torch.nn.init.uniform_(parameter, 0.5, 0.6)
+    path = tmp_path / "classifier.pt"
+    checkpoint.save(path, {"model": trained.state_dict()})
+    return path
+
+
+@pytest.mark.parametrize(("segmenter", "classifier"), [("lraspp_mobilenet_v3_large", "mobilenet_v3"),
+                                                        ("deeplabv3_resnet50", "resnet50")])
+def test_a_segmenters_backbone_starts_from_a_classifier_of_its_network(tmp_path, scenes, segmenter, classifier,
+                                                                        capsys):
+    path = classifier_weights(tmp_path, classifier)
+    run = Run(segmentation_config(scenes, network={"source": "standard", "name": segmenter},
+                                  pretrained={"job": 1, "path": str(path), "mode": "backbone"}), tmp_path, CPU)
+    backbone = {key.removeprefix("network.backbone."): value for key, value in run.model.state_dict().items()
+                if key.startswith("network.backbone.")}
+    given = {key.removeprefix("features."): value for key, value in checkpoint.load(path)["model"].items()
+             if not key.startswith(("fc.", "classifier."))}
+    assert backbone.keys() == given.keys() and all(torch.equal(backbone[key], given[key]) for key in backbone)
+    head = [value for key, value in run.model.state_dict().items() if key.startswith("network.classifier.")
+            and value.is_floating_point()]
+    assert head and not any(((value >= 0.5) & (value <= 0.6)).all() for value in head), "the head starts untrained"
+    assert (f"loaded the backbone's {len(backbone)} tensors from {path}; the rest starts untrained"
+            in capsys.readouterr().out)
+
+
+def test_a_segmenters_backbone_refuses_a_classifier_of_another_network(tmp_path, scenes):
+    config = segmentation_config(scenes, network={"source": "standard", "name": "fcn_resnet50"},
+                                 pretrained={"job": 1, "path": str(classifier_weights(tmp_path, "mobilenet_v3")),
+                                             "mode": "backbone"})
+    with pytest.raises(TrainingError, match=r"The pretrained model's weights do not fill FCN ResNet-50's backbone "
+                                            r"\(318 of its 318 tensors missing or of another shape, .*start it from a "
+                                            "resnet50 classifier"):
+        Run(config, tmp_path, CPU)
+    unet = segmentation_config(scenes, pretrained={"job": 1, "path": str(classifier_weights(tmp_path, "resnet50")),
+                                                   "mode": "backbone"})
+    with pytest.raises(TrainingError, match="U-Net \\(small\\)'s backbone cannot start from a pretrained model"):
+        Run(unet, tmp_path, CPU)
 
 
 def test_masks_come_the_same_whether_the_split_is_held_in_memory_or_streamed(scenes):

@@ -1,6 +1,7 @@
 """Segmentation models on the web side: the New model form offers a
 segmentation dataset its networks and the options its masks can follow, and
-refuses the rest with the reason; in a real browser with a real worker, a
+refuses the rest with the reason; a torchvision segmenter's backbone starts
+from a pretrained classifier of its network, and no other; in a real browser with a real worker, a
 U-Net trains on a built dataset and its page charts mIoU."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from jobs.models import Job, Status
 from tests.browser import needs_chromium, sign_up
 from tests.clients import signed_in
 from tests.segmentationfiles import BUILD_CONFIG, make_segmentation_dataset
-from tests.training.test_model_form import create, dataset, errors
+from tests.training.test_model_form import create, dataset, errors, pretrained_model
 from trainer import eventlog, jobfiles, tasks
 
 UNET = {"source": "standard", "name": "unet"}
@@ -58,6 +59,31 @@ def test_a_segmentation_model_takes_its_networks_and_refuses_what_its_masks_cann
         "segmentation_loss": "The loss is one of: cross_entropy, weighted_cross_entropy, dice, cross_entropy_dice."}
     weighted = create(client, name="w", dataset=scenes.pk, network=UNET, batch_size=4, segmentation_loss="dice")
     assert Job.objects.get(pk=weighted.json()["jobs"][0]["id"]).params["segmentation_loss"] == "dice"
+
+
+def test_a_segmenters_backbone_starts_from_a_pretrained_classifier_of_its_network(alice, scenes):
+    resnet = pretrained_model(alice, "imagenet-ish", "resnet50")
+    mobile = pretrained_model(alice, "phones", "mobilenet_v3")
+    client = signed_in(alice)
+    networks = client.get("/models/new/").context["page_data"]["networks"]
+    assert {name: networks[name]["backbone"] for name in tasks.TASKS["segmentation"].networks} == {
+        "unet": None, "lraspp_mobilenet_v3_large": "mobilenet_v3", "deeplabv3_mobilenet_v3_large": "mobilenet_v3",
+        "deeplabv3_resnet50": "resnet50", "fcn_resnet50": "resnet50"}
+    for network, chosen in (("lraspp_mobilenet_v3_large", mobile), ("fcn_resnet50", resnet)):
+        made = create(client, name="s", dataset=scenes.pk, batch_size=4, backbone_model=chosen.pk,
+                      network={"source": "standard", "name": network})
+        assert made.status_code == 201, made.content
+        params = Job.objects.get(pk=made.json()["jobs"][0]["id"]).params
+        assert params["pretrained"] == {"job": chosen.pk, "path": str(chosen.folder / jobfiles.PRETRAINED_WEIGHTS),
+                                        "mode": "backbone"}
+    assert errors(create(client, name="s", dataset=scenes.pk, batch_size=4, backbone_model=resnet.pk,
+                         network={"source": "standard", "name": "deeplabv3_mobilenet_v3_large"})) == {
+        "backbone_model": "DeepLabV3 MobileNetV3-Large's backbone starts from a MobileNetV3-Large classifier, and "
+                          "this pretrained model is not one."}
+    assert errors(create(client, name="s", dataset=scenes.pk, batch_size=4, backbone_model=mobile.pk,
+                         network=UNET)) == {
+        "backbone_model": "U-Net (small) has no backbone that starts from a pretrained model; leave Backbone weights "
+                          "blank."}
 
 
 def test_a_classifier_refuses_the_loss_of_segmenters(alice):

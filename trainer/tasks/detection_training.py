@@ -43,7 +43,8 @@ from trainer.networks import NetworkError
 from trainer.tasks.detection import SCORE_THRESHOLD
 from trainer.tta import Predictor
 
-from . import detection_files, detection_report
+from . import backbones, detection_files, detection_report
+from .backbones import Placement
 from .base import Task
 from .training import SplitReport
 
@@ -60,10 +61,8 @@ BUILDERS: dict[str, tuple[Callable[..., torch.nn.Module], bool]] = {
 
 
 # Where a classifier's trained weights go in a detector whose backbone is
-# that network (``NetworkInfo.backbone``): its keys under the first prefix
-# (the whole network but its head), renamed under the second.
-BACKBONE_KEYS = {"resnet50": ("", "backbone.body."), "mobilenet_v3": ("features.", "backbone.body.")}
-BACKBONE_PREFIX = "backbone.body."
+# that network (``NetworkInfo.backbone``): the body of its feature pyramid.
+BACKBONE = Placement({"resnet50": "", "mobilenet_v3": "features."}, "backbone.body.")
 
 
 def flip_boxes(targets: torch.Tensor, flipped: torch.Tensor, width: int) -> torch.Tensor:
@@ -226,18 +225,7 @@ class Training:
         """A classifier's ``weights`` (a pretrained model's, of the network
         ``NetworkInfo.backbone`` names) as the tensors of the ``detector``'s
         backbone; NetworkError unless they fill every one of them."""
-        info = DETECTION_NETWORKS[network["name"]]
-        if info.backbone is None:
-            raise NetworkError(f"{info.label}'s backbone cannot start from a pretrained model.")
-        taken, placed = BACKBONE_KEYS[info.backbone]
-        renamed = {placed + key[len(taken):]: value for key, value in weights.items() if key.startswith(taken)}
-        own = {key: value for key, value in detector.state_dict().items() if key.startswith(BACKBONE_PREFIX)}
-        kept = {key: value for key, value in renamed.items() if key in own and own[key].shape == value.shape}
-        if missing := sorted(set(own) - set(kept)):
-            raise NetworkError(f"The pretrained model's weights do not fill {info.label}'s backbone "
-                               f"({len(missing)} of its {len(own)} tensors missing or of another shape, e.g. "
-                               f"{', '.join(missing[:3])}): start it from a {info.backbone} classifier.")
-        return kept
+        return backbones.backbone_weights(DETECTION_NETWORKS[network["name"]], detector, weights, BACKBONE)
 
     def loss(self, net: torch.nn.Module, x: torch.Tensor,
              y: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

@@ -1,6 +1,8 @@
 """Semantic segmentation's training side: torchvision's segmentation
 networks and a small U-Net, trained from scratch (``weights=None,
-weights_backbone=None``: nothing is downloaded), a per-pixel loss that
+weights_backbone=None``: nothing is downloaded) or, for torchvision's, with
+the backbone started from a pretrained classifier of its network in the app
+(``backbone_weights``), a per-pixel loss that
 leaves out the ignored pixels (cross-entropy, weighted by class or not,
 soft Dice, or both: the run option ``segmentation_loss``), and mIoU, pixel accuracy and Dice from
 torchmetrics' confusion matrix.
@@ -40,7 +42,8 @@ from trainer.segmentation.labels import IGNORE
 from trainer.segmentation.targets import Masks, pixel_counts
 from trainer.tta import Predictor
 
-from . import segmentation_files, segmentation_report
+from . import backbones, segmentation_files, segmentation_report
+from .backbones import Placement
 from .base import Task
 from .training import SplitReport
 
@@ -55,6 +58,11 @@ TORCHVISION: dict[str, Callable[..., torch.nn.Module]] = {
     "lraspp_mobilenet_v3_large": segmentation.lraspp_mobilenet_v3_large,
 }
 
+
+# Where a classifier's trained weights go in a torchvision segmenter whose
+# backbone is that network (``NetworkInfo.backbone``): its (dilated) feature
+# extractor, inside ``Logits``. A dilation changes no tensor's shape.
+BACKBONE = Placement({"resnet50": "", "mobilenet_v3": "features."}, "network.backbone.")
 
 class Logits(torch.nn.Module):
     """A torchvision segmentation network giving its logits (its ``out``) rather than a dict of them."""
@@ -218,6 +226,11 @@ class Training:
             raise NetworkError(f"{SEGMENTATION_NETWORKS[name].label} takes colour images: build the dataset with "
                                f"3 channels, or choose the U-Net.")
         return Logits(TORCHVISION[name](weights=None, weights_backbone=None, num_classes=classes, aux_loss=False))
+
+    def backbone_weights(self, network: dict[str, Any], segmenter: torch.nn.Module,
+                         weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """A classifier's ``weights`` as the tensors of the ``segmenter``'s backbone (``backbones``)."""
+        return backbones.backbone_weights(SEGMENTATION_NETWORKS[network["name"]], segmenter, weights, BACKBONE)
 
     def loss(self, net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, None]:
         return loss_of(self.kind, loss_sums(net(x), y, self.weights(y.device), self.kind in DICE_LOSSES)), None

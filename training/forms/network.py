@@ -37,7 +37,8 @@ class NetworkFields(forms.Form):
     pretrained_mode = forms.ChoiceField(choices=PRETRAINED_MODES, initial="finetune", label="Mode", required=False)
     backbone_model = forms.IntegerField(required=False, widget=forms.Select, label="Backbone weights",
                                         help_text="A pretrained classifier of the backbone's network whose weights "
-                                                  "start the detector's backbone; the rest starts untrained.")
+                                                  "start the detector's or segmenter's backbone; the rest starts "
+                                                  "untrained.")
     pretrained_model = forms.IntegerField(required=False, widget=forms.Select, label="Pretrained model",
                                           help_text="Fine-tuned: the classifier is re-made for this dataset's classes, "
                                                     "and any layer whose shape differs is re-initialised.")
@@ -58,7 +59,7 @@ class NetworkFields(forms.Form):
         self.pretrained_models = pretrained_models()
         self.fields["pretrained_model"].widget.choices = [(p["id"], p["label"]) for p in self.pretrained_models]
         backbones = {info["backbone"] for info in networkinfo.networks().values() if info["backbone"]}
-        self.fields["backbone_model"].widget.choices = [("", "None: the whole detector starts untrained")] + [
+        self.fields["backbone_model"].widget.choices = [("", "None: the whole network starts untrained")] + [
             (p["id"], p["label"]) for p in self.pretrained_models
             if p["network"].get("source") == "standard" and p["network"].get("name") in backbones]
         self.network: dict[str, Any] | None = None
@@ -135,7 +136,7 @@ class NetworkFields(forms.Form):
 
     def _check_backbone(self, chosen_id: int, name: str) -> None:
         """A pretrained classifier whose weights start the backbone of the
-        standard network ``name`` (a detector's: ``NetworkInfo.backbone``)."""
+        standard network ``name`` (a detector's or a segmenter's: ``NetworkInfo.backbone``)."""
         known = networkinfo.networks()
         info = known.get(name)
         if info is None:

@@ -42,8 +42,8 @@ function showNetworkInfo() {
 }
 field("standard_network").addEventListener("change", showNetworkInfo);
 
-// Backbone weights: only for a network with a backbone (a detector's), and
-// only the pretrained models of the backbone's network.
+// Backbone weights: only for a network with a backbone (a detector's or a
+// segmenter's), and only the pretrained models of the backbone's network.
 function showBackbone() {
   const backbone = page.networks[field("standard_network").value]?.backbone;
   const select = field("backbone_model");

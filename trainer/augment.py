@@ -19,15 +19,19 @@ mean subtraction without extra passes over the pixels:
   full-size image before cropping, as it should be);
 - ``photometric``: colour jitter and gaussian noise, on pixels in [0, 1];
 - ``spatial``: rotation and scale, one ``affine_grid``/``grid_sample`` for
-  the batch (after mean subtraction, so the corners fill with the mean).
+  the batch (after mean subtraction, so the corners fill with the mean);
+  its grid (``spatial_grid``) is what a task whose targets are places in
+  the image resamples them with.
 
-``__call__`` runs all three on a float batch of [0, 1] pixels.
+``__call__`` runs all three on a float batch of [0, 1] pixels. How a batch's
+pixels moved, for its targets to follow, is a ``Moved``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -39,6 +43,17 @@ HASH_MULTIPLIER = 0x9E3779B1  # Knuth's multiplicative hash: its top bit halves 
 GREY = (0.299, 0.587, 0.114)  # ITU-R 601 luma, as torchvision and PIL use
 
 Positions = tuple[Tensor, Tensor]
+
+
+@dataclass(frozen=True)
+class Moved:
+    """How a batch's pixels moved: re-indexed at ``positions`` (crops,
+    translations, flips; None where they stayed put), then resampled on
+    ``grid`` (rotation and zoom, N×h×w×2 in ``grid_sample``'s coordinates;
+    None without)."""
+
+    positions: Positions | None
+    grid: Tensor | None = None
 
 
 class Augment:
@@ -154,18 +169,22 @@ class Augment:
         """Random rotation in [-rotation, rotation] degrees and zoom in
         [1 - scale, 1 + scale], one resampling for the batch; what comes into
         view from outside the image is zero."""
+        grid = self.spatial_grid(len(x), x.shape[2], x.shape[3], x.dtype)
+        return x if grid is None else resample(x, grid)
+
+    def spatial_grid(self, n: int, height: int, width: int, dtype: torch.dtype) -> Tensor | None:
+        """The resampling grid of ``spatial`` for ``n`` images of ``height`` ×
+        ``width`` (its random draws); None when nothing rotates or zooms."""
         if not self.train or not (self.rotation or self.scale):
-            return x
-        n, _, height, width = x.shape
+            return None
         angle = (self._rand(n) * 2 - 1) * math.radians(self.rotation)
         zoom = 1 + (self._rand(n) * 2 - 1) * self.scale
         cos, sin = torch.cos(angle) / zoom, torch.sin(angle) / zoom
         zero = torch.zeros_like(cos)
         # The rotation in pixels, written in affine_grid's [-1, 1] coordinates of each axis.
         theta = torch.stack([torch.stack([cos, -sin * height / width, zero], 1),
-                             torch.stack([sin * width / height, cos, zero], 1)], 1).to(x.dtype)
-        grid = F.affine_grid(theta, list(x.shape), align_corners=False)
-        return F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+                             torch.stack([sin * width / height, cos, zero], 1)], 1).to(dtype)
+        return F.affine_grid(theta, [n, 1, height, width], align_corners=False)
 
     def __call__(self, x: Tensor) -> Tensor:
         """All of it on a float N×C×H×W batch of [0, 1] pixels."""
@@ -186,6 +205,11 @@ class Augment:
 
     def _randint(self, low: int, high: int, n: int) -> Tensor:
         return torch.randint(low, high, (n, 1), generator=self.generator, device=self.device)
+
+
+def resample(x: Tensor, grid: Tensor) -> Tensor:
+    """Float N×C×H×W pixels resampled bilinearly on ``grid`` (``spatial_grid``'s); zero outside the image."""
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
 
 
 def centre_crop(height: int, width: int, crop: int | None, device: torch.device | str) -> Positions | None:

@@ -32,7 +32,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
 from . import jobfiles, steps
-from .augment import Augment, Positions, centre_crop, take
+from .augment import Augment, Moved, Positions, centre_crop, resample, take
 from .children import fork_pool, signals_held, start_child
 from .datastore import SplitReader, decode
 from .tasks import Task, task_of
@@ -43,7 +43,7 @@ CHUNK_IMAGES = 512  # images a decoding process takes at a time
 READ_BYTES = 1 << 28  # one read() of a raw store at most (Linux caps a read near 2 GiB)
 SEED_STRIDE = 100003  # epoch permutations are seeded with seed * SEED_STRIDE + epoch
 # A batch's targets moved as its pixels were (see ``Batches``).
-Follow = Callable[[Tensor, Positions | None], Tensor]
+Follow = Callable[[Tensor, Moved], Tensor]
 # A long phase that reports nothing otherwise (decoding a split, validating)
 # says how far it is this often, so that the worker does not take the job
 # for stuck (``jobs.watchdog``: never before 5 minutes of silence).
@@ -351,10 +351,10 @@ class Batches:
     The images are placed (cropped, translated, flipped) by ``augment`` when
     given, else centre-cropped to the normaliser's ``crop``.
 
-    ``follow(targets, positions)``, when given, moves each batch's targets as
-    the same ``positions`` (see ``Augment.positions``; None where the pixels
-    stay put) moved its pixels: a task whose targets are places in the image
-    (detection's boxes) gives one.
+    ``follow(targets, moved)``, when given, moves each batch's targets as
+    its pixels moved (``augment.Moved``: re-indexed at ``Augment.positions``,
+    then resampled on ``Augment.spatial_grid``): a task whose targets are
+    places in the image (detection's boxes, segmentation's masks) gives one.
 
     ``state()`` is the position within the epoch (batches already yielded);
     ``set_epoch(epoch)`` then ``start_at(index)`` resumes there.
@@ -444,14 +444,14 @@ class Batches:
             chosen = order[number * size:(number + 1) * size]
             numbered = numbers[number * size:(number + 1) * size]
             if on_device:
-                x, positions = self._prepare(split.images, chosen, numbered)
+                x, moved = self._prepare(split.images, chosen, numbered)
                 y = split.targets.index_select(0, chosen)
             else:
                 pixels = take(split.images, chosen, None).to(self.device, non_blocking=True)
-                x, positions = self._prepare(pixels, None, numbered)
+                x, moved = self._prepare(pixels, None, numbered)
                 y = split.targets.index_select(0, chosen).to(self.device, non_blocking=True)
             if self.follow is not None:
-                y = self.follow(y, positions)
+                y = self.follow(y, moved)
             self.data_wait_seconds += time.perf_counter() - started
             self.index = number + 1
             yield x, y
@@ -471,19 +471,19 @@ class Batches:
             started = time.perf_counter()
             pixels, targets = next(batches)
             pixels = pixels.to(self.device, non_blocking=True)
-            x, positions = self._prepare(pixels, None, numbers[number * size:(number + 1) * size])
+            x, moved = self._prepare(pixels, None, numbers[number * size:(number + 1) * size])
             y = targets.to(self.device, non_blocking=True)
             if self.follow is not None:
-                y = self.follow(y, positions)
+                y = self.follow(y, moved)
             self.data_wait_seconds += time.perf_counter() - started
             self.index = number + 1
             yield x, y
 
-    def _prepare(self, images: Tensor, chosen: Tensor | None, numbers: Tensor) -> tuple[Tensor, Positions | None]:
+    def _prepare(self, images: Tensor, chosen: Tensor | None, numbers: Tensor) -> tuple[Tensor, Moved]:
         """The network input of ``images[chosen]`` (uint8 N×H×W×C on the device;
         all of them when ``chosen`` is None), whose numbers in the split are
         ``numbers``: one gather at the crop's positions, then colour changes,
-        the mean, rotation/scale and the memory layout; and those positions."""
+        the mean, rotation/scale and the memory layout; and how its pixels moved."""
         count, height, width, _ = images.shape
         count = count if chosen is None else len(chosen)
         positions = (self.augment.positions(count, height, width, numbers, self.epoch) if self.augment
@@ -492,10 +492,11 @@ class Batches:
         if self.augment:
             x = self.augment.photometric(x)
         x = self.normalizer.subtract(x, positions)
-        if self.augment:
-            x = self.augment.spatial(x)
+        grid = self.augment.spatial_grid(len(x), x.shape[2], x.shape[3], x.dtype) if self.augment else None
+        if grid is not None:
+            x = resample(x, grid)
         layout = torch.channels_last if self.channels_last else torch.contiguous_format
-        return x.contiguous(memory_format=layout), positions
+        return x.contiguous(memory_format=layout), Moved(positions, grid)
 
 
 def _full_device(device: torch.device | str) -> torch.device:

@@ -47,7 +47,7 @@ def of_kind(folder: Path, kind: str) -> list[dict]:
 
 
 def test_a_horizontal_flip_moves_the_boxes_exactly_where_the_pixels_go():
-    from trainer.augment import Augment, take
+    from trainer.augment import Augment, Moved, take
     from trainer.tasks.training import training_for
 
     width, height = 20, 12
@@ -60,14 +60,14 @@ def test_a_horizontal_flip_moves_the_boxes_exactly_where_the_pixels_go():
     augment = Augment({"flip": "horizontal"}, 11, "cpu")
     for _ in range(4):  # random flips: both images flipped and not, over the draws
         positions = augment.positions(2, height, width)
-        moved = training.follow(rows, positions)
+        moved = training.follow(rows, Moved(positions))
         placed = take(pixels, None, positions)[..., 0]
         for image in range(2):
             ys, xs = torch.nonzero(placed[image], as_tuple=True)
             assert moved[image, 0, :4].tolist() == [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
     assert flip_boxes(rows, torch.tensor([True, False]), width)[0].tolist() == [
         [11, 3, 18, 10, 0, 0], [0, 0, 8, 5, 1, DIFFICULT]]  # x1' = W - x2, x2' = W - x1; classes and flags kept
-    assert torch.equal(training.follow(rows, None), rows)
+    assert torch.equal(training.follow(rows, Moved(None)), rows)
 
 
 def test_a_detector_learns_from_its_objects_and_is_scored_with_difficult_boxes_and_ignore_regions_as_crowds():

@@ -33,26 +33,23 @@ def test_the_page_offers_segmentation_its_networks_and_the_options_its_masks_fol
     offered = data["tasks"]["segmentation"]
     assert offered["networks"] == list(tasks.TASKS["segmentation"].networks) and offered["networks"][0] == "unet"
     assert offered["sources"] == ["standard"] and offered["flips"] is None
-    assert {"rotation", "scale", "tta", "label_smoothing"} == set(offered["refused"])
+    assert {"tta", "label_smoothing"} == set(offered["refused"])
 
 
 def test_a_segmentation_model_takes_its_networks_and_refuses_what_its_masks_cannot_follow(alice, scenes):
     client = signed_in(alice)
-    resampled = ("A model for semantic segmentation cannot use this yet: rotation and zoom resample the pixels, and "
-                 "the masks do not follow them yet (crops, translations and flips do).")
-    refused = errors(create(client, name="s", dataset=scenes.pk, network=UNET, batch_size=4, rotation=5.0, scale=0.1,
-                            tta="mirror"))
-    assert refused == {"rotation": resampled, "scale": resampled,
-                       "tta": "A model for semantic segmentation cannot use this yet: it is an option of "
+    refused = errors(create(client, name="s", dataset=scenes.pk, network=UNET, batch_size=4, tta="mirror"))
+    assert refused == {"tta": "A model for semantic segmentation cannot use this yet: it is an option of "
                               "classification's."}
     assert "is not a network for semantic segmentation" in errors(create(
         client, name="s", dataset=scenes.pk, batch_size=4, network={"source": "standard", "name": "lenet"}))[
         "standard_network"]
     made = create(client, name="segmenter", dataset=scenes.pk, network=UNET, batch_size=4, crop=16, translate=2,
-                  flip="both", epochs=2)
+                  flip="both", rotation=5.0, scale=0.1, epochs=2)
     assert made.status_code == 201, made.content
     params = Job.objects.get(pk=made.json()["jobs"][0]["id"]).params
     assert (params["task"], params["network"], params["crop"], params["flip"]) == ("segmentation", UNET, 16, "both")
+    assert (params["rotation"], params["scale"]) == (5.0, 0.1), "the masks follow rotation and zoom"
     assert params["segmentation_loss"] == "cross_entropy"  # the default, left blank
     assert errors(create(client, name="s", dataset=scenes.pk, network=UNET, batch_size=4,
                          segmentation_loss="focal")) == {
@@ -107,9 +104,9 @@ def test_a_unet_trains_from_the_new_model_page_and_its_page_charts_miou(page, wo
     expect(page.locator("#dataset-task")).to_have_text("A model for semantic segmentation.")
     expect(page.locator("#id_standard_network")).to_have_value("unet")
     expect(page.locator("#id_standard_network option[value=lenet]")).to_be_disabled()
-    for hidden in ("p[data-field=rotation]", "p[data-field=scale]", "p[data-field=tta]"):
-        expect(page.locator(hidden)).to_be_hidden()
-    expect(page.locator("p[data-field=crop]")).to_be_visible()
+    expect(page.locator("p[data-field=tta]")).to_be_hidden()
+    for shown in ("p[data-field=crop]", "p[data-field=rotation]", "p[data-field=scale]"):
+        expect(page.locator(shown)).to_be_visible()
     page.fill("#id_name", "segmenter")
     page.fill("#id_epochs", "2")
     page.select_option("#id_solver", "adamw")

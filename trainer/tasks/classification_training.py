@@ -11,7 +11,7 @@ from torchmetrics import MetricCollection
 from torchmetrics.aggregation import MeanMetric
 from torchmetrics.classification import MulticlassAccuracy
 
-from trainer.augment import Positions
+from trainer.augment import Moved
 from trainer.networks import build
 from trainer.tta import Predictor
 
@@ -56,7 +56,7 @@ class Training:
     def loss(self, net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, None]:
         return self.loss_of(net(x), y), None
 
-    def follow(self, targets: torch.Tensor, positions: Positions | None) -> torch.Tensor:
+    def follow(self, targets: torch.Tensor, moved: Moved) -> torch.Tensor:
         """Labels: an image's class stays wherever its pixels go."""
         return targets
 

@@ -36,7 +36,7 @@ from torchmetrics.aggregation import MeanMetric
 from torchmetrics.detection import MeanAveragePrecision
 from torchvision.models import detection
 
-from trainer.augment import Positions
+from trainer.augment import Moved
 from trainer.catalog import DETECTION_NETWORKS
 from trainer.detection.targets import CLASS, DIFFICULT, FLAGS, IGNORE, NO_CLASS
 from trainer.networks import NetworkError
@@ -234,12 +234,12 @@ class Training:
         losses = net(list(x), learned(y))
         return sum(losses.values()), {name: value.detach() for name, value in losses.items()}
 
-    def follow(self, targets: torch.Tensor, positions: Positions | None) -> torch.Tensor:
-        """The boxes flipped with the images: positions here are flips alone
+    def follow(self, targets: torch.Tensor, moved: Moved) -> torch.Tensor:
+        """The boxes flipped with the images: the moves here are flips alone
         (``__init__`` refuses the rest), columns reversed or not."""
-        if positions is None:
+        if moved.positions is None:
             return targets
-        columns = positions[1]
+        columns = moved.positions[1]
         return flip_boxes(targets, columns[:, 0] > columns[:, -1], columns.shape[1])
 
     def predict(self, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,

@@ -7,8 +7,8 @@ of the classes (the headline), pixel accuracy and the Dice coefficient.
 Its datasets can be built and explored (masks over the images, the share of
 pixels and the images per class). Its trainer side
 (``segmentation_training``) trains torchvision's segmentation networks and
-a small U-Net on them from scratch, with the augmentation that re-indexes
-pixels (crops, translations, flips), which moves the masks with them. Its
+a small U-Net on them, with every augmentation: the masks move with the
+pixels (crops, translations, flips, rotation and zoom). Its
 models segment one image (Segment) and are evaluated on a split of their
 dataset or on new images with their label images (``segmentation_files``),
 with a report of their own (``segmentation_report``: mIoU, pixel accuracy,
@@ -24,8 +24,6 @@ from trainer.segmentation.targets import Masks
 from . import uses
 from .base import Metric, Task
 
-RESAMPLED = "rotation and zoom resample the pixels, and the masks do not follow them yet (crops, translations and " \
-            "flips do)"
 CLASSIFICATION_ONLY = "it is an option of classification's"
 
 TASK = Task("segmentation", "Semantic segmentation", metrics=(
@@ -35,8 +33,7 @@ TASK = Task("segmentation", "Semantic segmentation", metrics=(
 ), metrics_title="intersection over union", targets=Masks(), training="trainer.tasks.segmentation_training",
     plan="trainer.tasks.segmentation_plan", export="trainer.tasks.segmentation_export",
     networks=SEGMENTATION_NETWORKS, network_sources=("standard",),
-    refused_options={"rotation": RESAMPLED, "scale": RESAMPLED, "tta": CLASSIFICATION_ONLY,
-                     "label_smoothing": CLASSIFICATION_ONLY},
+    refused_options={"tta": CLASSIFICATION_ONLY, "label_smoothing": CLASSIFICATION_ONLY},
     best_by="val_miou", run_options=("segmentation_loss",),
     model_uses=frozenset({uses.SEGMENT, uses.EVALUATE, uses.EXPORT}),
     # Each class's scores at the end of a run, on the page's result.

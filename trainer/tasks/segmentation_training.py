@@ -12,10 +12,11 @@ pixel counts for nothing, see ``trainer.segmentation.targets``). The
 networks give one logit a class a pixel at the input's size
 (torchvision's upsample their output to it; their auxiliary heads are off).
 
-Augmentation: what moves pixels by re-indexing them (crops, translations,
-flips) moves the masks with them, by the same gather (``follow``);
-rotation and zoom, which resample the pixels, are refused, as are
-classification's test-time augmentation and label smoothing.
+Augmentation moves the masks with the pixels (``follow``): crops,
+translations and flips, which re-index the pixels, by the same gather;
+rotation and zoom, which resample them bilinearly, by nearest neighbour on
+the same grid, what comes from outside the image ignored. Classification's
+test-time augmentation and label smoothing are refused.
 
 Its evaluation report is its own (``segmentation_report``), of a split or of
 new images with their label images (``segmentation_files``).
@@ -34,7 +35,7 @@ from torchmetrics import Metric
 from torchmetrics.classification import MulticlassConfusionMatrix
 from torchvision.models import segmentation
 
-from trainer.augment import Positions, take
+from trainer.augment import Moved, take
 from trainer.catalog import SEGMENTATION_NETWORKS
 from trainer.networks import NetworkError
 from trainer.networks.unet import UNet
@@ -235,11 +236,18 @@ class Training:
     def loss(self, net: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, None]:
         return loss_of(self.kind, loss_sums(net(x), y, self.weights(y.device), self.kind in DICE_LOSSES)), None
 
-    def follow(self, targets: torch.Tensor, positions: Positions | None) -> torch.Tensor:
-        """The masks gathered at the positions the images' pixels were (crops, translations, flips)."""
-        if positions is None:
+    def follow(self, targets: torch.Tensor, moved: Moved) -> torch.Tensor:
+        """The masks gathered at the positions the images' pixels were
+        (crops, translations, flips), then resampled by nearest neighbour on
+        the grid the pixels were (rotation, zoom): ``IGNORE`` where a pixel
+        came from outside the image."""
+        if moved.positions is not None:
+            targets = take(targets[..., None], None, moved.positions)[..., 0]
+        if moved.grid is None:
             return targets
-        return take(targets[..., None], None, positions)[..., 0]
+        shifted = targets[:, None].to(moved.grid.dtype) + 1  # 0: outside the image, as grid_sample pads
+        sampled = F.grid_sample(shifted, moved.grid, mode="nearest", padding_mode="zeros", align_corners=False)[:, 0]
+        return torch.where(sampled == 0, IGNORE, sampled - 1).to(torch.uint8)
 
     def predict(self, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, views: Predictor) -> torch.Tensor:
         """The logits, B×C×H×W; ``views`` is none (test-time augmentation refused)."""

@@ -10,8 +10,8 @@ A task's training says:
 - ``loss(net, x, y)``: the training loss of a batch, forward pass
   included, as ``(total, components)``: ``components`` the detached parts
   by name whose sum is ``total`` (for the charts), or None;
-- ``follow(targets, positions)``: a batch's targets moved as the training
-  augmentation moved its pixels (``data.Batches``);
+- ``follow(targets, moved)``: a batch's targets moved as the training
+  augmentation moved its pixels (``augment.Moved``, ``data.Batches``);
 - ``predict(model, x, y, views)``: what the evaluation takes of a batch, the
   model in eval mode and no gradients, under the run's autocast; ``views``
   is the job's test-time augmentation (``tta.predictor``), for a task that
@@ -53,7 +53,7 @@ from typing import Any, Protocol
 
 import torch
 
-from trainer.augment import Positions
+from trainer.augment import Moved
 from trainer.datastore import SplitReader
 from trainer.tta import Predictor
 
@@ -103,7 +103,7 @@ class Training(Protocol):
     def loss(self, net: torch.nn.Module, x: torch.Tensor,
              y: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor] | None]: ...
 
-    def follow(self, targets: torch.Tensor, positions: Positions | None) -> torch.Tensor: ...
+    def follow(self, targets: torch.Tensor, moved: Moved) -> torch.Tensor: ...
 
     def predict(self, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, views: Predictor) -> Any: ...
 

@@ -1,6 +1,6 @@
 """Semantic segmentation's New dataset form: images and their label images,
 from a server folder or an uploaded archive, in the folders layout or
-Pascal VOC's, with how the label images give classes (values or colours),
+Pascal VOC's or COCO JSON's (masks drawn from its annotations), with how the label images give classes (values or colours),
 the class names, the ignore value and what 255 means in a 0/255 mask.
 
 Its params (the build's ``trainer.tasks.segmentation_plan`` reads them):
@@ -24,13 +24,16 @@ from trainer.tasks import segmentation
 from .forms import FolderOrArchiveForm, padding_field
 
 LAYOUTS = {
-    "auto": ("Auto-detect", "Pascal VOC's when a SegmentationClass folder holds label images, the folders layout "
-                            "otherwise."),
+    "auto": ("Auto-detect", "Pascal VOC's when a SegmentationClass folder holds label images, COCO's when a JSON file "
+                            "is there and no folder of label images, the folders layout otherwise."),
     "folders": ("Folders", "A folder of images and a folder of label images with the same names (any extension): "
                            "images/ beside labels/, masks/ or annotations/, unless named below. Subfolders train/, "
                            "val/, test/ keep their split."),
     "voc": ("Pascal VOC", "JPEGImages/ with the images, SegmentationClass/ with palette PNGs, and the splits in "
                           "ImageSets/Segmentation/train.txt, val.txt."),
+    "coco": ("COCO JSON", "The images with annotations/*.json (or a .json at the top; instances_val… keeps its "
+                          "split): each annotation's polygons or RLE drawn as its category's class over the "
+                          "background, crowd regions ignored. The label image options below do not apply."),
 }
 LABEL_TYPES = [("auto", "Auto-detect (colours need a colour map)"),
                ("values", "Values: palette indices or gray levels are the classes"),

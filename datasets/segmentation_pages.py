@@ -13,7 +13,9 @@ from jobs.models import Job
 
 from . import services
 
-LABEL_TYPES = {"values": "values (palette indices or gray levels)", "colours": "colours, by the colour map"}
+LABEL_TYPES = {"values": "values (palette indices or gray levels)", "colours": "colours, by the colour map",
+               "shapes": "COCO polygons and RLEs, drawn (crowd regions ignored)"}
+LAYOUTS = {"voc": "Pascal VOC", "folders": "folders", "coco": "COCO JSON"}
 
 
 def section_context(job: Job, info: dict[str, Any]) -> dict[str, Any]:
@@ -32,7 +34,7 @@ def section_context(job: Job, info: dict[str, Any]) -> dict[str, Any]:
     chart = {"classes": info["classes"], "colours": colours,
              "series": [{"name": split, "y": [c["share"] for c in s["per_class"]]} for split, s in found.items()]}
     labelling = info.get("labelling") or {}
-    read = [("Layout", "Pascal VOC" if labelling.get("layout") == "voc" else "folders"),
+    read = [("Layout", LAYOUTS.get(labelling.get("layout"), "folders")),
             ("Label images hold", LABEL_TYPES.get(labelling.get("label_type"), "—")),
             ("Ignored", labelling.get("ignore") or "nothing")]
     if labelling.get("binary"):

@@ -69,7 +69,7 @@ def built(alice):
     ({"ignore_value": -1}, "ignore_value", "The ignore value is a pixel value from 0 to 255."),
     ({"ignore_value": "x"}, "ignore_value", "Enter a whole number."),
     ({"binary": "maybe"}, "binary", "“maybe” is not a choice: auto, foreground or ignore."),
-    ({"layout": "coco"}, "layout", "“coco” is not a layout: the layouts are auto, folders, voc."),
+    ({"layout": "kitti"}, "layout", "“kitti” is not a layout: the layouts are auto, folders, voc, coco."),
     ({"label_type": "rgb"}, "label_type", "“rgb” is not a label type: the types are auto, values and colours."),
     ({"pad_width": 640}, "pad_height", "Give both padding sides, width and height, or neither."),
     ({"folder": ""}, "folder", "Give the folder of images and label images."),
@@ -189,5 +189,33 @@ def test_an_uploaded_archive_of_colour_labels_builds_explores_and_reports(client
     assert info["splits"]["train"]["count"] == 4 and info["skipped"]["total"] == 1
     page = html.unescape(client.get(f"/jobs/{job.pk}/").content.decode())
     assert "label image labels/3.png is 64×20, its image 64×48" in page and "colours, by the colour map" in page
+    mask = client.get(f"/datasets/{job.pk}/masks/train/0.png")
+    assert set(np.unique(np.asarray(Image.open(io.BytesIO(mask.content))))) <= {0, 1, 2, 255}
+
+
+def test_an_uploaded_coco_archive_builds_its_masks_from_the_annotations(client, worker, tmp_path):
+    from tests.trainer.test_segmentation_coco import coco_source
+
+    coco_source(tmp_path / "source")
+    archive = tmp_path / "coco.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        for path in sorted((tmp_path / "source").rglob("*")):
+            if path.is_file():
+                out.write(path, f"coco/{path.relative_to(tmp_path / 'source')}")
+    with open(archive, "rb") as handle:
+        response = client.post("/api/datasets", {
+            "task": "segmentation", "name": "shapes", "source": "archive", "archive": handle, "width": 40,
+            "height": 30, "val_percent": 0, "test_percent": 0, "encoding": "png"})
+    assert response.status_code == 201, response.json()
+    job = wait_status(Job.objects.get(pk=response.json()["id"]), Status.DONE, Status.FAILED, timeout=60)
+    assert job.status == Status.DONE, job.error
+    info = client.get(f"/api/datasets/{job.pk}").json()["manifest"]
+    assert info["classes"] == ["background", "disc", "box"] and info["splits"]["train"]["count"] == 3
+    context = client.get(f"/jobs/{job.pk}/").context
+    assert dict(context["labelling_rows"]) == {"Layout": "COCO JSON", "Ignored": "crowd regions",
+                                               "Label images hold": "COCO polygons and RLEs, drawn (crowd regions "
+                                                                    "ignored)"}
+    page = html.unescape(client.get(f"/jobs/{job.pk}/").content.decode())
+    assert "annotation 5: it has no segmentation (polygons or an RLE) to draw its mask from" in page
     mask = client.get(f"/datasets/{job.pk}/masks/train/0.png")
     assert set(np.unique(np.asarray(Image.open(io.BytesIO(mask.content))))) <= {0, 1, 2, 255}

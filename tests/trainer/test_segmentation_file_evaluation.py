@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from pycocotools import mask as coco_mask
 
 from tests.segmentationfiles import BUILD_CONFIG, colour_map, folders_source, png, trained_segmenter
 from tests.trainfiles import error_of, evaluation_run
@@ -26,7 +27,7 @@ from trainer import jobfiles
 from trainer.dataset_build import main as build_main
 from trainer.datastore import SplitReader
 from trainer.evaluation_files import IMAGES, REPORT
-from trainer.segmentation.labels import read_classes
+from trainer.segmentation.labels import IGNORE, read_classes
 from trainer.segmentation.targets import Masks
 from trainer.tasks.segmentation_plan import dataset_coding
 
@@ -136,6 +137,47 @@ def test_an_archive_reports_each_bad_pair_and_scores_the_rest(model, tmp_path):
         "images/broken.png": "The file cannot be used as an image: not an image (or a format that is not accepted)."}
     assert all(row["line"] is None for row in report["skipped"])
     assert not (out / "archive.tar").exists() and str(tmp_path) not in json.dumps(report)
+
+
+def rle(mask: np.ndarray) -> dict:
+    encoded = coco_mask.encode(np.asfortranarray(mask.astype(np.uint8)))
+    return {"size": encoded["size"], "counts": encoded["counts"].decode("ascii")}
+
+
+def test_new_images_with_a_coco_json_score_as_their_label_images(model, tmp_path):
+    """The new images' masks as COCO RLEs (each class's region, the ignored border a crowd region) score exactly
+    as their label images; an image with a category the model does not know is left out."""
+    source = tmp_path / "coco"
+    shutil.copytree(model / "new" / "images", source / "images")
+    (source / "images" / "cat.png").write_bytes((model / "new" / "images" / "scene016.png").read_bytes())
+    names = sorted(path.name for path in (source / "images").iterdir())
+    images, annotations = [], []
+    for number, name in enumerate(names, 1):
+        images.append({"id": number, "file_name": name, "width": 64, "height": 48})
+        classes = np.asarray(Image.open(model / "new" / "labels" / (name if name != "cat.png" else "scene016.png")))
+        for category, (value, crowd) in enumerate(((1, 0), (2, 0), (IGNORE, 1)), 1):
+            if name == "cat.png" and value == 2:
+                category = 4
+            region = classes == value
+            ys, xs = np.nonzero(region)
+            annotations.append({"id": len(annotations) + 1, "image_id": number, "category_id": category,
+                                "segmentation": rle(region), "iscrowd": crowd,
+                                "bbox": [int(xs.min()), int(ys.min()), int(xs.max() - xs.min() + 1),
+                                         int(ys.max() - ys.min() + 1)]})
+    (source / "annotations").mkdir()
+    (source / "annotations" / "instances.json").write_text(json.dumps({
+        "images": images, "annotations": annotations,
+        "categories": [{"id": 1, "name": "Disc"}, {"id": 2, "name": "box"}, {"id": 3, "name": "border"},
+                       {"id": 4, "name": "cat"}]}))
+    code, out = evaluation_run(model, tmp_path / "coco-job", {"type": "folder", "path": str(source)}, [tmp_path])
+    assert code == 0, error_of(tmp_path / "coco-job")
+    code, folder_out = evaluation_run(model, tmp_path / "folder", {"type": "folder", "path": str(model / "new")},
+                                      [model])
+    assert code == 0, error_of(tmp_path / "folder")
+    report, folder = report_of(out), report_of(folder_out)
+    assert report["count"] == len(VAL) and report["confusion"] == folder["confusion"]
+    assert report["skipped"] == [{"file": "images/cat.png", "line": None,
+                                  "reason": "category cat is not one of the model's classes; the image is left out"}]
 
 
 def test_a_source_with_nothing_usable_fails_with_the_first_reasons(model, tmp_path):

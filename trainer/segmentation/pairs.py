@@ -1,7 +1,8 @@
 """Images paired with their label images, in a server folder or an uploaded
 archive (``trainer.detection.sourcefiles``), torch-free.
 
-Two layouts:
+Two layouts of images paired with label images (a third, COCO JSON's, draws
+the masks from annotations instead: ``shapes``):
 
 - **folders**: a folder of images and a folder of label images with the
   same names but for the extension (``images/cat1.jpg`` and
@@ -28,7 +29,9 @@ from trainer.detection.common import Folder, split_of, stem, swap_folder
 from trainer.detection.sourcefiles import SourceFiles, TooLarge
 from trainer.imageio import is_image
 
-LAYOUTS = ("auto", "folders", "voc")
+from .shapes import has_coco_json
+
+LAYOUTS = ("auto", "folders", "voc", "coco")
 LABEL_FOLDERS = ("labels", "masks", "annotations")
 VOC_IMAGES, VOC_LABELS = ("JPEGImages",), ("SegmentationClass",)
 VOC_SPLITS = "ImageSets/Segmentation"
@@ -57,13 +60,20 @@ def _parts(name: str) -> Folder:
 
 def chosen_layout(files: SourceFiles, chosen: str) -> str:
     """The layout named, or for "auto" VOC's when a ``SegmentationClass``
-    folder holds label images, else the folders layout."""
+    folder holds label images, else the folders layout when a label folder
+    (``LABEL_FOLDERS``) holds images, else COCO's when a JSON file is there
+    (masks drawn from its annotations, ``shapes``), else the folders layout."""
     if chosen not in LAYOUTS:
         raise SourceError(f"Unknown layout “{chosen}”: the layouts are {', '.join(LAYOUTS)}.")
     if chosen != "auto":
         return chosen
-    voc = any(is_image(name) and swap_folder(name, VOC_LABELS, VOC_LABELS) is not None for name in files.names())
-    return "voc" if voc else "folders"
+    images = [name for name in files.names() if is_image(name)]
+    if any(swap_folder(name, VOC_LABELS, VOC_LABELS) is not None for name in images):
+        return "voc"
+    if not any(swap_folder(name, (folder,), (folder,)) is not None for name in images for folder in LABEL_FOLDERS) \
+            and has_coco_json(files):
+        return "coco"
+    return "folders"
 
 
 def label_folders(files: SourceFiles, image_folder: str, label_folder: str) -> tuple[Folder, Folder]:
@@ -145,8 +155,11 @@ def voc_splits(files: SourceFiles, paired: Paired) -> None:
 
 
 def read_pairs(files: SourceFiles, layout: str, image_folder: str = "", label_folder: str = "") -> Paired:
-    """The source's pairs in ``layout`` (``LAYOUTS``), with the problems found."""
+    """The source's pairs in ``layout`` (``LAYOUTS`` but COCO's, which pairs
+    no label image), with the problems found."""
     chosen = chosen_layout(files, layout)
+    if chosen == "coco":
+        raise SourceError("A COCO JSON source draws its masks from its annotations: it has no label images to pair.")
     if chosen == "voc":
         paired = pair_images(files, VOC_IMAGES, VOC_LABELS, "voc")
         voc_splits(files, paired)

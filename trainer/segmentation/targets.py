@@ -26,6 +26,7 @@ from trainer.buildplan import pad_to
 from trainer.imageio import place_labels, placement
 
 from .labels import IGNORE, Coding, read_classes
+from .shapes import PlannedShapes, painted
 
 SPOOL_SUFFIX = "-masks.spool"
 # Images whose masks are counted at once (statistics, the gallery's class filter).
@@ -52,13 +53,16 @@ class Masks:
     def file(self, split: str) -> str:
         return f"{split}-masks.npy"
 
-    def placed(self, planned: PlannedMask, shown_size: tuple[int, int], decoded_size: tuple[int, int],
+    def placed(self, planned: PlannedMask | PlannedShapes, shown_size: tuple[int, int], decoded_size: tuple[int, int],
                options: dict[str, Any]) -> tuple[np.ndarray, dict[str, int]]:
         """The label image read (TargetError: not an image, not its image's
-        size, a value or colour that is no class) and placed on the stored
-        image as its pixels are."""
-        source = planned.label if isinstance(planned.label, str) else options["archive"].read(planned.label)
-        classes = read_classes(source, planned.coding, planned.name, shown_size)
+        size, a value or colour that is no class), or the COCO shapes drawn
+        (``shapes.painted``), and placed on the stored image as its pixels are."""
+        if isinstance(planned, PlannedShapes):
+            classes = painted(planned, shown_size)
+        else:
+            source = planned.label if isinstance(planned.label, str) else options["archive"].read(planned.label)
+            classes = read_classes(source, planned.coding, planned.name, shown_size)
         where = placement(*decoded_size, options["width"], options["height"], options["resize_mode"], pad_to(options))
         return place_labels(classes, where, IGNORE), {}
 

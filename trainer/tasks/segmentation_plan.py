@@ -1,6 +1,9 @@
 """Semantic segmentation's dataset planner (``Task.plan``): images and their
 label images from a server folder or an uploaded archive, in the folders
-layout or Pascal VOC's (``trainer.segmentation.pairs``).
+layout or Pascal VOC's (``trainer.segmentation.pairs``), or images with a
+COCO JSON file whose annotations' polygons and RLEs draw the masks
+(``trainer.segmentation.shapes``: the classes are the background and the
+categories, crowd regions ignored; none of the label options below apply).
 
 How label images give classes is chosen once for the source
 (``labels.Coding``), from the form and, where it says "auto", from the first
@@ -47,7 +50,8 @@ from trainer.segmentation.labels import (
     values,
     voc_colours,
 )
-from trainer.segmentation.pairs import Paired, class_file, read_pairs
+from trainer.segmentation.pairs import Paired, chosen_layout, class_file, read_pairs
+from trainer.segmentation.shapes import CocoShapes, read_shapes
 from trainer.segmentation.targets import PlannedMask
 
 PEEK_LABELS = 16  # label images read to choose how the source's labels give classes
@@ -60,6 +64,8 @@ SHOWN_COLOURS = 8  # colours named when a colour map is missing
 def plan(config: dict[str, Any], partial: Path, roots: list[Path]) -> tuple[Plan, MemberReader | None]:
     try:
         files, reader = open_source(config, partial, "segmentation")
+        if chosen_layout(files, config.get("layout") or "auto") == "coco":
+            return coco_plan(files, read_shapes(files), config), reader
         paired = read_pairs(files, config.get("layout") or "auto", config.get("image_folder") or "",
                             config.get("label_folder") or "")
         skipped = [{"path": p.file, "class": "", "split": "", "reason": p.reason} for p in paired.problems]
@@ -79,6 +85,24 @@ def plan(config: dict[str, Any], partial: Path, roots: list[Path]) -> tuple[Plan
                      Item(image.name, target, "train", member=image))
     split_by_percentages(items, [pair.split for pair in paired.pairs], config)
     return Plan(classes or [], items, skipped, [], labelling=labelling, unnamed_classes=classes is None), reader
+
+
+def coco_plan(files: SourceFiles, found: CocoShapes, config: dict[str, Any]) -> Plan:
+    """A COCO source's plan: each image with its shapes, in the split the source gives it or split by the form's
+    percentages; BuildError when none of its images can be used."""
+    if not found.images:
+        reasons = "; ".join(str(p) for p in found.problems[:FIRST_REASONS]) or "its JSON lists no image"
+        raise BuildError(f"No usable image in the COCO source: {reasons}.")
+    items = []
+    for image, shapes, _ in found.images:
+        where = files.path_or_member(image)
+        items.append(Item(where, shapes, "train") if isinstance(where, str) else
+                     Item(where.name, shapes, "train", member=where))
+    split_by_percentages(items, [split for _, _, split in found.images], config)
+    skipped = [{"path": p.file, "class": "", "split": "", "reason": p.reason} for p in found.problems]
+    labelling = {"layout": "coco", "label_type": "shapes", "ignore": "crowd regions",
+                 "colours": [list(colour) for colour in voc_colours(IGNORE)]}
+    return Plan(found.classes, items, skipped, [], labelling=labelling)
 
 
 def choose_coding(config: dict[str, Any], files: SourceFiles,
@@ -137,6 +161,8 @@ def dataset_coding(options: dict[str, Any], labelling: dict[str, Any], classes: 
     new label images are read as its own were (an evaluation's)."""
     if labelling.get("label_type") == "colours":
         return Coding.of_colours(parse_colour_map(options.get("colour_map") or ""))
+    if labelling.get("label_type") == "shapes":  # drawn from COCO: label images of it are values, 255 ignored
+        return Coding.of_values(classes, IGNORE)
     ignore = str(labelling.get("ignore") or "")
     return Coding.of_values(classes, int(ignore) if ignore.isdigit() else None, labelling.get("binary") == "foreground")
 

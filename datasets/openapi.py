@@ -8,6 +8,7 @@ from trainer.tasks import DEFAULT, TASKS
 from web.apischema import JOB_ID, json_answer, operation, ref
 
 from .detection_form import LABEL_FORMATS
+from .instance_form import LAYOUTS as INSTANCE_LAYOUTS
 from .segmentation_form import BINARY, LABEL_TYPES, LAYOUTS
 
 # The fields of every task's form; then classification's, detection's and segmentation's own.
@@ -24,26 +25,29 @@ _SHARED = {
 }
 _CLASSIFICATION = {
     "source": {"enum": ["folder", "archive", "lists"], "description": "classification: folder, archive or lists; "
-                                                                       "detection and segmentation: folder or archive"},
+                                                                       "the other tasks: folder or archive"},
     "train_folder": {"type": "string", "description": "classification: a folder a class"},
     "min_per_class": {"type": "integer", "default": 2}, "max_per_class": {"type": "integer"},
 }
 _DETECTION = {
-    "folder": {"type": "string", "description": "detection and segmentation: the server folder of images and labels"},
+    "folder": {"type": "string", "description": "the tasks but classification: the server folder of images and "
+                                                 "labels"},
     "label_format": {"enum": list(LABEL_FORMATS), "default": "auto",
                      "description": "detection: " + "; ".join(f"{name}: {layout}"
                                                               for name, (_, layout) in LABEL_FORMATS.items())},
     "class_map": {"type": "string", "description": "detection: one line per class kept, “name” or “name: new "
                                                    "name”; blank keeps every class"},
-    "pad_width": {"type": "integer", "minimum": 1, "description": "detection and segmentation: padded width (with "
-                                                                  "pad_height, or neither)"},
+    "pad_width": {"type": "integer", "minimum": 1, "description": "the tasks but classification: padded width "
+                                                                  "(with pad_height, or neither)"},
     "pad_height": {"type": "integer", "minimum": 1},
     "min_box_size": {"type": "number", "minimum": 0, "default": 1,
                      "description": "detection: boxes smaller in pixels of the stored image are left out"},
 }
 _SEGMENTATION = {
     "layout": {"enum": list(LAYOUTS), "default": "auto",
-               "description": "segmentation: " + "; ".join(f"{name}: {text}" for name, (_, text) in LAYOUTS.items())},
+               "description": "segmentation: " + "; ".join(f"{name}: {text}" for name, (_, text) in LAYOUTS.items())
+               + ". Instance segmentation: " + "; ".join(f"{name}: {text}"
+                                                         for name, (_, text) in INSTANCE_LAYOUTS.items())},
     "image_folder": {"type": "string", "description": "segmentation, folders layout: the images' folder (images)"},
     "label_folder": {"type": "string", "description": "segmentation, folders layout: the label images' folder "
                                                       "(labels, masks or annotations)"},
@@ -63,7 +67,8 @@ _FIELDS = {**_SHARED, **_CLASSIFICATION, **_DETECTION, **_SEGMENTATION}
 
 PATHS: dict[str, Any] = {
     "/api/datasets": {"post": operation(
-        "Import a dataset of a task (classification by default, \"task\": \"detection\" or \"segmentation\"): the New dataset "
+        "Import a dataset of a task (classification by default, \"task\": \"detection\", \"segmentation\" or "
+        "\"instance_segmentation\"): the New dataset "
         "form's fields as JSON (server folder or lists), or as "
         "multipart/form-data with the archive or list files (the fields sent before the file are checked before it "
         "is read: send them first and a mistake costs no upload)", {"201": json_answer(ref("Job"), "Created and queued")},

@@ -18,11 +18,12 @@ from django.http import QueryDict
 
 from jobs.models import Job
 from trainer.detection.coco_export import write_coco_zip
-from trainer.tasks import DEFAULT, TASKS, Task, classification, detection, segmentation
+from trainer.tasks import DEFAULT, TASKS, Task, classification, detection, instance_segmentation, segmentation
 
-from . import detection_pages, segmentation_pages
+from . import detection_pages, instance_pages, segmentation_pages
 from .detection_form import DetectionDatasetForm
 from .forms import BuildForm, DatasetForm, defaults
+from .instance_form import InstanceDatasetForm
 from .segmentation_form import SegmentationDatasetForm
 
 
@@ -48,6 +49,8 @@ PAGES: dict[str, TaskPages] = {
                                    coco_export=write_coco_zip),
     segmentation.TASK.name: TaskPages(SegmentationDatasetForm, section="datasets/section_segmentation.html",
                                       section_context=segmentation_pages.section_context, overlay="masks"),
+    instance_segmentation.TASK.name: TaskPages(InstanceDatasetForm, section="datasets/section_instances.html",
+                                               section_context=instance_pages.section_context, overlay="masks"),
 }
 if set(PAGES) != set(TASKS):
     raise ImportError(f"The dataset pages know the tasks {sorted(PAGES)}, the registry {sorted(TASKS)}.")

@@ -89,6 +89,21 @@ SEGMENTATION_NETWORKS: dict[str, NetworkInfo] = {info.name: info for info in (
                 "DIGITS' fully convolutional network, on a dilated ResNet-50, 33M parameters.", backbone="resnet50"),
 )}
 
+MASK_RCNN = "https://arxiv.org/abs/1703.06870"
+
+# Instance segmentation's networks: Mask R-CNN, trained from scratch or with
+# its backbone from a pretrained classifier (``trainer.tasks.instance_training``).
+INSTANCE_NETWORKS: dict[str, NetworkInfo] = {info.name: info for info in (
+    NetworkInfo("maskrcnn_mobilenet_v3_large_fpn", "Mask R-CNN MobileNetV3-Large FPN", MASK_RCNN, DETECTION,
+                "Faster R-CNN's proposals and boxes with a mask head a box, on a light backbone, 22M parameters.",
+                backbone="mobilenet_v3"),
+    NetworkInfo("maskrcnn_resnet50_fpn", "Mask R-CNN ResNet-50 FPN", MASK_RCNN, DETECTION,
+                "The original Mask R-CNN on ResNet-50 with a feature pyramid, 44M parameters.", backbone="resnet50"),
+    NetworkInfo("maskrcnn_resnet50_fpn_v2", "Mask R-CNN ResNet-50 FPN v2", "https://arxiv.org/abs/2111.11429",
+                DETECTION, "Mask R-CNN with the improved recipe's heads (normalised convolutions), 46M parameters.",
+                backbone="resnet50"),
+)}
+
 SOLVERS: list[tuple[str, str]] = [
     ("sgd", "SGD"),
     ("momentum", "SGD with momentum"),

@@ -101,7 +101,7 @@ def _page_defaults():
 
 
 def test_an_unknown_task_is_refused_naming_the_tasks(client, roots):
-    message = "There is no task “keypoints”: the tasks are classification, detection, segmentation."
+    message = "There is no task “keypoints”: the tasks are classification, detection, segmentation, instance_segmentation."
     answer = create(client, task="keypoints", source="folder", folder="imports/kitti")
     assert answer.status_code == 400
     assert answer.json()["errors"]["task"][0]["message"] == message and message in answer.json()["error"]

@@ -9,7 +9,14 @@ draft decode's factors), so that it lies where the object is in the file
 the user gave, whatever the resize mode and padding.
 
 Every detection scoring at least ``SCORE_FLOOR`` is kept: the page filters
-them with its own slider without asking again."""
+them with its own slider without asking again.
+
+A detector that finds masks too (instance segmentation's Mask R-CNN) gives
+each box its object's mask: the answer's ``instances`` is one grayscale PNG
+the image's size holding each pixel's object (its box's place in the list
+plus one, 0 for none), the better-scored object on top where two overlap,
+each pixel taking the model's pixel its centre lands on as Segment one's
+masks do (``segment.back_to_image``)."""
 
 from __future__ import annotations
 
@@ -19,6 +26,7 @@ import numpy as np
 import torch
 
 from trainer.detection.boxgeometry import unmove_boxes
+from trainer.instances.targets import MASK_THRESHOLD
 from trainer.tasks.uses import DETECT, not_offered
 
 from .errors import InferenceError
@@ -37,10 +45,14 @@ def to_image(boxes: np.ndarray, image: Placed) -> np.ndarray:
 
 @torch.inference_mode()
 def detections(loaded: Loaded, x: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The detector's ``boxes``, ``scores`` and ``labels`` (class + 1) for one input ``x`` (C×h×w), on the CPU."""
+    """The detector's ``boxes``, ``scores`` and ``labels`` (class + 1) for
+    one input ``x`` (C×h×w), and a Mask R-CNN's ``masks`` (N×h×w bool), on the CPU."""
     found = loaded.model([x.to(loaded.device)])[0]
-    return {name: found[name].float().cpu() if name != "labels" else found[name].cpu()
+    kept = {name: found[name].float().cpu() if name != "labels" else found[name].cpu()
             for name in ("boxes", "scores", "labels")}
+    if "masks" in found:
+        kept["masks"] = (found["masks"][:, 0] >= MASK_THRESHOLD).cpu()
+    return kept
 
 
 def answer(loaded: Loaded, found: dict[str, torch.Tensor], image: Placed,

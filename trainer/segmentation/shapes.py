@@ -37,6 +37,7 @@ class Shape:
     index: int  # the class painted, or IGNORE for a crowd region
     segmentation: Any  # the annotation's: a list of polygons or an RLE
     annotation: int  # its id, for the reasons given
+    category: int  # its category's class, a crowd region's too (an instance's)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def read_shapes(files: SourceFiles) -> CocoShapes:
     images = []
     for annotated in found.images:
         shapes = tuple(Shape(IGNORE if box.difficult else classes.index(box.label),
-                             segmentations.get((annotated.label_file, box.line)), box.line)
+                             segmentations.get((annotated.label_file, box.line)), box.line, classes.index(box.label))
                        for box in annotated.boxes)
         images.append((annotated.image, PlannedShapes(annotated.label_file, shapes), annotated.split))
     return CocoShapes(images, classes, problems)
@@ -106,12 +107,13 @@ def painted(planned: PlannedShapes, size: tuple[int, int]) -> np.ndarray:
     width, height = size
     classes = np.zeros((height, width), dtype=np.uint8)
     for shape in planned.shapes:
-        classes[_drawn(shape, planned.label_file, width, height)] = shape.index
+        classes[drawn(shape, planned.label_file, width, height)] = shape.index
     return classes
 
 
-def _drawn(shape: Shape, label_file: str, width: int, height: int) -> np.ndarray:
-    """Where the shape covers the image (H×W bool)."""
+def drawn(shape: Shape, label_file: str, width: int, height: int) -> np.ndarray:
+    """Where the shape covers a ``width`` × ``height`` image (H×W bool);
+    TargetError as ``painted``."""
     where = f"{label_file}, annotation {shape.annotation}"
     segmentation = shape.segmentation
     if isinstance(segmentation, list):
@@ -128,11 +130,17 @@ def _drawn(shape: Shape, label_file: str, width: int, height: int) -> np.ndarray
     else:
         raise TargetError(f"{where}: it has no segmentation (polygons or an RLE) to draw its mask from")
     try:
-        with warnings.catch_warnings():  # pycocotools' decode under numpy 2: a warning about its own copy
-            warnings.filterwarnings("ignore", category=DeprecationWarning, module="pycocotools")
-            return coco_mask.decode(rle).astype(bool)
+        return decoded(rle)
     except (ValueError, TypeError) as exc:
         raise TargetError(f"{where}: its RLE cannot be decoded ({exc})") from None
+
+
+def decoded(rle: Any) -> np.ndarray:
+    """pycocotools' decode of an RLE (H×W bool) or of a list of them
+    (H×W×N), without the warning it gives under numpy 2 about its own copy."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module="pycocotools")
+        return coco_mask.decode(rle).astype(bool)
 
 
 def _polygon(polygon: Any) -> bool:

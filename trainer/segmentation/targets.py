@@ -72,8 +72,8 @@ class Masks:
     def planned_class(self, planned: PlannedMask, classes: list[str]) -> str:
         return ""
 
-    def writer(self, folder: Path, split: str, capacity: int) -> _MaskWriter:
-        return _MaskWriter(self, folder, split, capacity)
+    def writer(self, folder: Path, split: str, capacity: int) -> SpooledWriter:
+        return SpooledWriter(self.file(split), folder, split, capacity)
 
     def read(self, folder: Path, split: str) -> np.ndarray:
         return np.load(folder / self.file(split), mmap_mode="r")
@@ -126,33 +126,34 @@ def pixel_counts(targets: np.ndarray) -> np.ndarray:
     return counts
 
 
-class _MaskWriter:
-    """Each mask put into its slot of a spool file beside the split; ``save``
-    copies those kept, in order, into the split's ``.npy`` a chunk at a time,
-    so the build's memory does not grow with its masks."""
+class SpooledWriter:
+    """Each target (a uint8 array of ``ndim`` axes, the same shape for every
+    image) put into its slot of a spool file beside the split; ``save``
+    copies those kept, in order, into the split's ``.npy`` (``file``) a
+    chunk at a time, so the build's memory does not grow with its targets."""
 
-    def __init__(self, masks: Masks, folder: Path, split: str, capacity: int) -> None:
-        self.masks, self.folder, self.split, self.capacity = masks, folder, split, capacity
+    def __init__(self, file: str, folder: Path, split: str, capacity: int, ndim: int = 2) -> None:
+        self.file, self.folder, self.split, self.capacity, self.ndim = file, folder, split, capacity, ndim
         self.spool = folder / f"{split}{SPOOL_SUFFIX}"
-        self.shape: tuple[int, int] | None = None
+        self.shape: tuple[int, ...] | None = None
         self.handle: int | None = None
 
     def put(self, slot: int, target: object) -> None:
         if not 0 <= slot < self.capacity:
             raise IndexError(f"Slot {slot} is outside the {self.capacity} planned.")
         mask = np.ascontiguousarray(target, dtype=np.uint8)
-        if mask.ndim != 2 or self.shape not in (None, mask.shape):
-            raise ValueError(f"A mask is one H×W array the size of the others, not one of shape {mask.shape}.")
+        if mask.ndim != self.ndim or self.shape not in (None, mask.shape):
+            raise ValueError(f"A target is one array of {self.ndim} axes the shape of the others, not one of shape "
+                             f"{mask.shape}.")
         if self.handle is None:
-            self.shape = (int(mask.shape[0]), int(mask.shape[1]))
+            self.shape = tuple(int(side) for side in mask.shape)
             self.handle = os.open(self.spool, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
             os.ftruncate(self.handle, self.capacity * mask.nbytes)  # every slot, a skipped image's too
         os.pwrite(self.handle, mask, slot * mask.nbytes)
 
     def save(self, folder: Path, split: str, kept: np.ndarray) -> None:
-        shape = self.shape or (0, 0)
-        stored = np.lib.format.open_memmap(folder / self.masks.file(split), mode="w+", dtype=np.uint8,
-                                           shape=(len(kept), *shape))
+        shape = self.shape or (0,) * self.ndim
+        stored = np.lib.format.open_memmap(folder / self.file, mode="w+", dtype=np.uint8, shape=(len(kept), *shape))
         if self.handle is not None:
             os.close(self.handle)
             spooled = np.memmap(self.spool, dtype=np.uint8, mode="r", shape=(self.capacity, *shape))

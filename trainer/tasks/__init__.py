@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import classification, detection, segmentation, uses
+from . import classification, detection, instance_segmentation, segmentation, uses
 from .base import LOOP_SERIES, Metric, Task
 
 __all__ = ["DEFAULT", "EVERY_SERIES", "TASKS", "Metric", "Task", "UnknownTask", "task_of", "uses"]
 
-TASKS: dict[str, Task] = {task.name: task for task in (classification.TASK, detection.TASK, segmentation.TASK)}
+TASKS: dict[str, Task] = {task.name: task for task in (classification.TASK, detection.TASK, segmentation.TASK,
+                                                       instance_segmentation.TASK)}
 DEFAULT = classification.TASK.name
 
 

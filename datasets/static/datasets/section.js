@@ -1,6 +1,6 @@
 // The dataset part of a dataset job's page: the build rate while it runs,
 // the per-class charts once built (images; a detection dataset's boxes, a
-// segmentation dataset's pixels too),
+// segmentation dataset's pixels, an instance segmentation dataset's objects too),
 // and a reload when the build finishes.
 import { on } from "../js/live.js";
 import { COLOURS, plot } from "../js/charts.js";
@@ -26,6 +26,9 @@ if (section.dataset.built === "false") {
   // A detection dataset's boxes per class, stacked by split.
   const boxes = document.getElementById("box-chart-data");
   if (boxes) perClass("box-chart", JSON.parse(boxes.textContent), { title: { text: "boxes" } });
+  // An instance segmentation dataset's objects per class, stacked by split.
+  const objects = document.getElementById("object-chart-data");
+  if (objects) perClass("object-chart", JSON.parse(objects.textContent), { title: { text: "objects" } });
   // A segmentation dataset's share of the labelled pixels per class, by split.
   const shares = document.getElementById("share-chart-data");
   if (shares) {

@@ -3,14 +3,56 @@
 // pixels, so the boxes scale with it), each in its class's colour with its
 // name and score, and list them in the table. The score slider and the
 // class toggles redraw from the answer kept here, without a new request.
+// A model that finds masks too (instance segmentation) answers with each
+// pixel's object as a PNG (`instances`): each object shown is filled in its
+// class's colour on a canvas under the boxes, its outline drawn solid.
 import { colour, svg } from "../js/boxes.js";
 import { el, fixed } from "../js/format.js";
 import { csrfToken } from "../js/live.js";
+import { indicesOf, rgbOf } from "../js/masks.js";
 
 const data = JSON.parse(document.getElementById("detect-data").textContent);
 const $ = (id) => document.getElementById(id);
 let answer = null; // the last answer: {width, height, boxes, ...}
 let picture = null; // the object URL of the image shown
+let objects = null; // with masks: each pixel's object (its box's place + 1, 0 none), and where outlines run
+
+const FILL_ALPHA = 100;
+
+// The pixels of `indices` (width × height) with a 4-neighbour of another object.
+function outlines(indices, width, height) {
+  const edge = new Uint8Array(indices.length);
+  for (let y = 0; y < height; y += 1) {
+    for (let x = 0; x < width; x += 1) {
+      const i = y * width + x;
+      const k = indices[i];
+      if (k && ((x > 0 && indices[i - 1] !== k) || (x + 1 < width && indices[i + 1] !== k)
+        || (y > 0 && indices[i - width] !== k) || (y + 1 < height && indices[i + width] !== k)
+        || x === 0 || y === 0 || x + 1 === width || y + 1 === height)) edge[i] = 1;
+    }
+  }
+  return edge;
+}
+
+// The objects of the boxes shown, on the canvas under the boxes.
+function drawObjects(shown) {
+  $("detect-masks")?.remove();
+  if (!objects) return;
+  const canvas = el("canvas", { id: "detect-masks", width: answer.width, height: answer.height });
+  const table = new Array(answer.boxes.length + 1).fill(null);
+  for (const box of shown) table[answer.boxes.indexOf(box) + 1] = rgbOf(colour(box.index));
+  const context = canvas.getContext("2d");
+  const picture = context.createImageData(answer.width, answer.height);
+  for (let i = 0; i < objects.indices.length; i += 1) {
+    const rgb = table[objects.indices[i]];
+    if (!rgb) continue;
+    picture.data.set(rgb, 4 * i);
+    picture.data[4 * i + 3] = objects.edge[i] ? 255 : FILL_ALPHA;
+  }
+  context.putImageData(picture, 0, 0);
+  $("detect-picture").after(canvas);
+  canvas.dataset.objects = String(shown.length);
+}
 
 
 function messages(reply) {
@@ -38,7 +80,8 @@ function row(box) {
   const swatch = el("span", { class: "swatch" });
   swatch.style.background = colour(box.index);
   return el("tr", { "data-class": box.index }, el("td", {}, swatch, ` ${box.class}`), el("td", {}, fixed(box.score, 3)),
-    ...[box.x1, box.y1, box.x2, box.y2].map((v) => el("td", {}, fixed(v, 1))));
+    ...[box.x1, box.y1, box.x2, box.y2].map((v) => el("td", {}, fixed(v, 1))),
+    ...(box.pixels === undefined ? [] : [el("td", {}, String(box.pixels))]));
 }
 
 // Only what the threshold and the toggles let through; called on every change.
@@ -49,6 +92,7 @@ function redraw() {
   const classes = shownClasses();
   const shown = answer.boxes.filter((box) => box.score >= threshold && classes.has(box.index));
   const fontSize = Math.max(answer.width, answer.height) / 32;
+  drawObjects(shown);
   $("detect-overlay")?.remove();
   $("detect-figure").append(svg("svg", { id: "detect-overlay", viewBox: `0 0 ${answer.width} ${answer.height}`,
     preserveAspectRatio: "none" }, ...shown.map((box) => drawBox(box, fontSize))));
@@ -57,8 +101,13 @@ function redraw() {
     + "0.05 was found; the slider and the classes choose which to show).";
 }
 
-function showAnswer(reply, file) {
+async function showAnswer(reply, file) {
   answer = reply;
+  objects = null;
+  if (reply.instances) {
+    const indices = await indicesOf(`data:image/png;base64,${reply.instances}`, reply.width, reply.height);
+    objects = { indices, edge: outlines(indices, reply.width, reply.height) };
+  }
   if (picture) URL.revokeObjectURL(picture);
   picture = URL.createObjectURL(file);
   $("detect-picture").src = picture;
@@ -68,6 +117,7 @@ function showAnswer(reply, file) {
   $("detect-time").textContent = `Snapshot ${reply.snapshot} · ${reply.width}×${reply.height} image · `
     + `${fixed(reply.seconds * 1000, 1)} ms in the model server, ${fixed(reply.total_seconds * 1000, 1)} ms in all`
     + `${reply.loaded_now ? " (the model was loaded for this request)" : ""}.`;
+  $("detect-pixels-head").hidden = !objects;
   $("detect-result").hidden = false;
   redraw();
 }
@@ -91,7 +141,7 @@ async function detect(event) {
     const reply = await response.json();
     if (!response.ok) throw new Error(messages(reply) || `HTTP ${response.status}`);
     $("detect-status").textContent = "";
-    showAnswer(reply, file);
+    await showAnswer(reply, file);
   } catch (error) {
     $("detect-status").textContent = error.message;
   } finally {

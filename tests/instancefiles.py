@@ -188,3 +188,34 @@ def trained_instances(folder: Path, dataset: Path, **overrides):
     run = Run(config, folder, CPU)
     run.train()
     return run
+
+
+def train_instances_once(root: Path, count: int = 24, epochs: int = 1) -> Path:
+    """``root/build/dataset`` built of ``count`` one-shape scenes and a Mask
+    R-CNN trained on it for ``epochs`` in ``root/run`` on one thread, with
+    no job rows: for a module's tests to share through ``copied_instances``."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        trained_instances(root / "run", built_shapes(root, count=count), epochs=epochs)
+    finally:
+        torch.set_num_threads(threads)
+    return root
+
+
+def copied_instances(owner, trained: Path, name: str = "instances"):
+    """A done instance segmentation model and its dataset's job, holding
+    copies of what ``train_instances_once`` made."""
+    import shutil
+
+    from datasets import services as dataset_services
+    from jobs.models import Job, Status
+    from tests.evalfiles import copied_run
+
+    dataset = Job.objects.create(kind="dataset", name="shapes", owner=owner, status=Status.DONE, progress=1.0,
+                                 params={**BUILD_CONFIG, "width": 32, "height": 32,
+                                         "source": {"type": "folder", "path": str(trained / "source")}})
+    shutil.copytree(trained / "build" / "dataset", dataset_services.folder(dataset))
+    return copied_run(owner, dataset, trained / "run", name)

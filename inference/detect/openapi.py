@@ -12,7 +12,9 @@ DETECT_JSON = {"type": "object", "description": "one image: `split` and `index` 
 DETECT_BOX = {"type": "object", "properties": {
     "index": {"type": "integer", "description": "the class's position in the model's classes"},
     "class": {"type": "string"}, "score": {"type": "number"},
-    "x1": {"type": "number"}, "y1": {"type": "number"}, "x2": {"type": "number"}, "y2": {"type": "number"}},
+    "x1": {"type": "number"}, "y1": {"type": "number"}, "x2": {"type": "number"}, "y2": {"type": "number"},
+    "pixels": {"type": "integer", "description": "an instance segmentation model's: the pixels of its object's mask "
+                                                "in `instances`"}},
     "description": "a box in pixels of the image as given (after its EXIF rotation): left, top, right, bottom edges"}
 DETECT_ANSWER = {"type": "object", "properties": {
     "model": {"type": "integer"}, "snapshot": {"type": "string"},
@@ -22,6 +24,9 @@ DETECT_ANSWER = {"type": "object", "properties": {
     "height": {"type": "integer", "description": "the image's height in pixels"},
     "boxes": {"type": "array", "items": DETECT_BOX,
               "description": "every detection scoring at least 0.05, the best first"},
+    "instances": {"type": "string", "description": "an instance segmentation model's: a base64 grayscale PNG the "
+                                                   "image's size, each pixel's object (its box's place in `boxes` "
+                                                   "plus one; 0 none), the better-scored on top where two overlap"},
     "seconds": {"type": "number", "description": "time in the model server"},
     "total_seconds": {"type": "number", "description": "time of the whole request in the web server"},
     "loaded_now": {"type": "boolean", "description": "the model was loaded for this request"}}}
@@ -45,6 +50,7 @@ def one_image_operation(summary: str, answer: dict[str, Any]) -> dict[str, Any]:
 PATHS: dict[str, Any] = {
     "/api/models/{model_id}/detect": {
         "parameters": [MODEL_ID],
-        "post": one_image_operation("Detect objects in one image with a detection model: every box scoring at "
-                                    "least 0.05", DETECT_ANSWER)},
+        "post": one_image_operation("Detect objects in one image with a detection or instance segmentation "
+                                    "model: every box scoring at least 0.05, with its object's mask for an "
+                                    "instance segmentation model", DETECT_ANSWER)},
 }

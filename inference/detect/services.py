@@ -47,7 +47,9 @@ def detect(user: User, model: Job, image: bytes, *, source: str = "image", snaps
     names the field it came from, for messages): ``model``, ``snapshot``,
     ``note``, the image's ``width`` and ``height``, ``boxes`` (best first:
     ``index``, ``class``, ``score``, ``x1``, ``y1``, ``x2``, ``y2``),
-    ``loaded_now``, ``seconds`` and ``total_seconds``."""
+    ``loaded_now``, ``seconds`` and ``total_seconds``; an instance
+    segmentation model's each box's ``pixels`` and ``instances`` (its
+    objects' masks, ``trainer.inference.detect``)."""
     oneimage.check(model, snapshot, problem(model), refusal(user, model))
     with slot(user, "searched for objects"):
         started = time.perf_counter()
@@ -56,5 +58,6 @@ def detect(user: User, model: Job, image: bytes, *, source: str = "image", snaps
                       lambda message: image_field(message, source) or "model")
         return {"model": model.pk, "snapshot": found["snapshot"], "note": found["note"] or "",
                 "width": found["width"], "height": found["height"], "boxes": found["boxes"],
+                **({"instances": found["instances"]} if "instances" in found else {}),
                 "loaded_now": found["loaded_now"], "seconds": found["seconds"],
                 "total_seconds": time.perf_counter() - started}

@@ -20,18 +20,22 @@ masks do (``segment.back_to_image``)."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import numpy as np
 import torch
 
+from trainer.datastore import png_bytes
 from trainer.detection.boxgeometry import unmove_boxes
 from trainer.instances.targets import MASK_THRESHOLD
+from trainer.segmentation.labels import IGNORE
 from trainer.tasks.uses import DETECT, not_offered
 
 from .errors import InferenceError
 from .model import Loaded
 from .preprocess import Placed, Source, normalize, placed
+from .segment import back_to_image
 
 SCORE_FLOOR = 0.05
 
@@ -60,18 +64,39 @@ def answer(loaded: Loaded, found: dict[str, torch.Tensor], image: Placed,
     """``found`` (as ``detections`` gives it) as the answer: the image's
     ``width`` and ``height`` and its ``boxes``, best first, each ``index``
     and ``class`` (the class's position and name), ``score`` and ``x1``,
-    ``y1``, ``x2``, ``y2`` in the image's pixels. Boxes scoring under
+    ``y1``, ``x2``, ``y2`` in the image's pixels; with masks, ``instances``
+    (see the module) and each box's ``pixels`` there. Boxes scoring under
     ``floor``, of no class of the model, or wholly off the image (on the
     padding or the noise around it) are left out."""
     kept = (found["scores"] >= floor) & (found["labels"] >= 1) & (found["labels"] <= len(loaded.classes))
     scores, labels = found["scores"][kept].tolist(), (found["labels"][kept] - 1).tolist()
     boxes = to_image(found["boxes"][kept].numpy().reshape(-1, 4), image)
-    rows = [{"index": label, "class": loaded.classes[label], "score": score,
-             "x1": float(x1), "y1": float(y1), "x2": float(x2), "y2": float(y2)}
-            for (x1, y1, x2, y2), score, label in zip(boxes.tolist(), scores, labels, strict=True)
+    rows = [({"index": label, "class": loaded.classes[label], "score": score,
+              "x1": float(x1), "y1": float(y1), "x2": float(x2), "y2": float(y2)}, position)
+            for position, ((x1, y1, x2, y2), score, label) in enumerate(zip(boxes.tolist(), scores, labels,
+                                                                            strict=True))
             if x2 > x1 and y2 > y1]
+    rows.sort(key=lambda row: row[0]["score"], reverse=True)
     width, height = image.shown
-    return {"width": width, "height": height, "boxes": sorted(rows, key=lambda row: row["score"], reverse=True)}
+    shown = {"width": width, "height": height, "boxes": [row for row, _ in rows]}
+    if "masks" in found:
+        shown["instances"] = _instances(found["masks"][kept].numpy(), [position for _, position in rows], shown, image)
+    return shown
+
+
+def _instances(masks: np.ndarray, order: list[int], shown: dict[str, Any], image: Placed) -> str:
+    """The ``instances`` PNG of the masks (N×h×w bool, on the model's input)
+    of the boxes listed in ``order`` (best first), counting each box's
+    ``pixels`` into ``shown``."""
+    stored = np.zeros(masks.shape[1:], dtype=np.uint8)
+    for number in range(len(order), 0, -1):  # the best painted last, on top
+        stored[masks[order[number - 1]]] = number
+    objects = back_to_image(stored, image.where)
+    objects[objects == IGNORE] = 0  # off the model's input: no object
+    counts = np.bincount(objects.ravel(), minlength=len(order) + 1)
+    for number, row in enumerate(shown["boxes"], start=1):
+        row["pixels"] = int(counts[number])
+    return base64.b64encode(png_bytes(objects[:, :, None])).decode("ascii")
 
 
 def detect(loaded: Loaded, source: Source, floor: float = SCORE_FLOOR) -> dict[str, Any]:

@@ -20,7 +20,8 @@ from trainer.data import Batches, Normalizer, SplitData
 from trainer.instances.targets import CROWD
 from trainer.networks import NetworkError
 from trainer.tasks import instance_segmentation
-from trainer.tasks.instance_training import Evaluation, Training, learned, truth
+from trainer.tasks.detection_report import match
+from trainer.tasks.instance_training import Evaluation, Training, detected, learned, mask_overlaps, truth
 from trainer.train import TrainingError
 
 INSTANCES = instance_segmentation.TASK
@@ -153,3 +154,20 @@ def test_mask_rcnn_takes_colour_images_of_its_own_networks_alone():
         training.build({"source": "standard", "name": "maskrcnn_mobilenet_v3_large_fpn"}, 1, 2, 32, 32)
     with pytest.raises(NetworkError, match="one of its networks: Mask R-CNN MobileNetV3-Large FPN"):
         training.build({"source": "standard", "name": "fasterrcnn_resnet50_fpn"}, 3, 2, 32, 32)
+
+
+def test_the_reports_matching_measures_detections_against_objects_by_their_masks():
+    stored = two_objects_and_a_crowd()
+    known = truth(stored[0])
+    target = learned(stored)[0]
+    half = target["masks"][:1].clone()
+    half[0, 2:5, 3:5] = 0  # half the first object
+    on_crowd = torch.zeros(1, 12, 20, dtype=torch.uint8)
+    on_crowd[0, 6:8, 10:12] = 1  # half the crowd region, wholly inside it
+    found = detected({"boxes": torch.zeros(3, 4), "scores": torch.tensor([0.9, 0.8, 0.7]),
+                      "labels": torch.tensor([1, 1, 2]), "masks": torch.cat([target["masks"][:1], half, on_crowd])[:, None]})
+    iou, covered = mask_overlaps(found, known)
+    assert iou.shape == (3, 3) and iou[0].tolist() == [1.0, 0.0, 0.0] and iou[1, 0] == 0.5
+    assert covered[2, 2] == 1.0 and iou[2, 2] == 0.5
+    matched, owner = match(found, known, mask_overlaps)
+    assert matched == [True, False, None] and owner == [0, None, None]

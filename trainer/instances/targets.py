@@ -229,6 +229,20 @@ def objects_of(stored: np.ndarray) -> list[dict[str, Any]]:
     return found
 
 
+def boxes_shown(stored: np.ndarray) -> list[dict[str, Any]]:
+    """One stored image's objects as detection's reports draw boxes
+    (``detection.targets.Boxes.shown``): the box round each object, and
+    round each class's crowd region as an ignore region of its class."""
+    boxes = [{"x1": float(x1), "y1": float(y1), "x2": float(x2), "y2": float(y2), "class": item["class"],
+              "difficult": False, "ignore": False} for item in objects_of(stored) for x1, y1, x2, y2 in [item["box"]]]
+    crowd = stored[..., INSTANCE] == CROWD
+    for value in np.unique(stored[..., CLASS][crowd]):
+        rows, cols = np.nonzero(crowd & (stored[..., CLASS] == value))
+        boxes.append({"x1": float(cols.min()), "y1": float(rows.min()), "x2": float(cols.max() + 1),
+                      "y2": float(rows.max() + 1), "class": int(value) - 1, "difficult": False, "ignore": True})
+    return boxes
+
+
 def _histogram(found: list[float], edges: tuple[int, ...]) -> dict[str, list[int]]:
     """``found`` counted in the bins of lower ``edges`` (the last open-ended), as detection's histograms are."""
     bins = np.digitize(np.asarray(found, dtype=np.float64), edges) - 1 if found else np.zeros(0, dtype=np.int64)

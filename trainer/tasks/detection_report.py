@@ -24,7 +24,7 @@ ignore regions as crowds), then
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -36,9 +36,6 @@ from trainer.tta import predictor
 from .detection import SCORE_THRESHOLD
 from .training import SplitReport
 
-if TYPE_CHECKING:
-    from .detection_training import Training
-
 IOU = 0.5
 LISTED = 200  # false positives and missed boxes the report lists
 WORST = 48  # images in the worst-first list
@@ -46,17 +43,27 @@ DIGITS = 4  # of the scores and boxes written
 CURVE_POINTS = 101  # torchmetrics' (COCO's) recall thresholds
 
 
-def match(found: dict[str, torch.Tensor], truth: dict[str, torch.Tensor]) -> tuple[list[bool | None], list[int | None]]:
-    """Greedy, by score: per detection True (matched a box), False or None
-    (on a crowd); per ground-truth row the detection that matched it (crowds: None)."""
-    order = torch.argsort(found["scores"], descending=True, stable=True).tolist()
-    crowd = truth["iscrowd"].bool()
+def box_overlaps(found: dict[str, Any], truth: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each detection's IoU with each ground-truth row (D×T) and the share of
+    the detection the row covers (D×T), by their boxes."""
     iou = box_iou(found["boxes"], truth["boxes"])
     areas = box_area(found["boxes"]).unsqueeze(1)
     inter = iou * (areas + box_area(truth["boxes"]).unsqueeze(0)) / (1 + iou)
-    over_detection = inter / areas.clamp(min=1e-9)
-    owner: list[int | None] = [None] * len(truth["boxes"])
-    matched: list[bool | None] = [False] * len(found["boxes"])
+    return iou, inter / areas.clamp(min=1e-9)
+
+
+def match(found: dict[str, Any], truth: dict[str, Any],
+          overlaps: Callable[[dict[str, Any], dict[str, Any]], tuple[torch.Tensor, torch.Tensor]] = box_overlaps,
+          ) -> tuple[list[bool | None], list[int | None]]:
+    """Greedy, by score: per detection True (matched a box), False or None
+    (on a crowd); per ground-truth row the detection that matched it
+    (crowds: None). ``overlaps`` measures them (``box_overlaps``; an
+    instance segmentation's, by their masks)."""
+    order = torch.argsort(found["scores"], descending=True, stable=True).tolist()
+    crowd = truth["iscrowd"].bool()
+    iou, over_detection = overlaps(found, truth)
+    owner: list[int | None] = [None] * len(truth["labels"])
+    matched: list[bool | None] = [False] * len(found["labels"])
     for d in order:
         same = truth["labels"] == found["labels"][d]
         free = same & ~crowd & torch.tensor([o is None for o in owner], dtype=torch.bool)
@@ -99,25 +106,35 @@ def per_class(result: dict[str, Any], names: list[str], boxes: list[int],
     return table, curves
 
 
-def split_report(training: Training, model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
+def boxes_shown(stored: np.ndarray) -> list[dict[str, Any]]:
+    """An image's stored rows as the report draws its truth (``Boxes.shown``)."""
+    return Boxes().shown(stored[None], 0)
+
+
+def split_report(training: Any, model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
                  total: int, names: list[str], image_names: Sequence[str], progress: Callable[[int, int], None],
-                 threshold: float = SCORE_THRESHOLD) -> SplitReport:
+                 threshold: float = SCORE_THRESHOLD, overlaps: Callable[..., tuple[torch.Tensor, torch.Tensor]] =
+                 box_overlaps, truth_shown: Callable[[np.ndarray], list[dict[str, Any]]] = boxes_shown) -> SplitReport:
     """The report of the ``total`` images that ``batches`` give (in order,
-    unshuffled), named ``image_names``; see the module's docstring."""
+    unshuffled), named ``image_names``; see the module's docstring. An
+    instance segmentation's report is this one with its detections matched
+    by their masks (``overlaps``), its truth drawn as boxes round its
+    objects (``truth_shown`` of an image's stored target) and its mAP the
+    masks' (its evaluation's ``detailed``)."""
     evaluation = training.evaluation(next(model.parameters()).device)
-    stored: list[np.ndarray] = []
+    shown: list[list[dict[str, Any]]] = []
     with torch.no_grad():
         for x, y in batches:
             evaluation.update(training.predict(model, x, y, predictor("none")), y)
-            stored += list(y.float().cpu().numpy())
-            progress(len(stored), total)
+            shown += [truth_shown(row) for row in y.cpu().numpy()]
+            progress(len(shown), total)
     result = evaluation.detailed()
     loss = float(evaluation.loss.compute())
     rows, false_positives, missed, images = [], [], [], []
     boxes_of, detections_of = [0] * len(names), [0] * len(names)
     for index, (found, truth) in enumerate(zip(evaluation.found, evaluation.truth, strict=True)):
         name = image_names[index]
-        matched, owner = match(found, truth)
+        matched, owner = match(found, truth, overlaps)
         image_rows = []
         for box, score, label, hit in zip(found["boxes"], found["scores"].tolist(), found["labels"].tolist(), matched,
                                           strict=True):
@@ -139,7 +156,7 @@ def split_report(training: Training, model: torch.nn.Module, batches: Iterable[t
         false_positives += wrong
         missed += misses
         images.append({"index": index, "name": name, "misses": len(misses), "false_positives": len(wrong),
-                       "truth": Boxes().shown(stored[index][None], 0),
+                       "truth": shown[index],
                        "detections": strong})
     table, curves = per_class(result, names, boxes_of, detections_of)
     from .detection_training import at_score  # (that module imports this one)

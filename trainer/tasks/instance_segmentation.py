@@ -11,10 +11,12 @@ trainer side (``instance_training``) trains Mask R-CNN on them with its own
 losses (charted one by one) and every augmentation that moves pixels: the
 objects move with them. Its models find the objects of one image (Detect
 one: each object's box, score and outlined mask, filtered by the score
-slider).
+slider) and are evaluated on a split of their dataset with detection's
+report, the detections matched to the objects by their masks and the mAP
+the masks' (``instance_training.split_report``).
 
-Not yet: evaluation reports and export of its models (the model page offers
-neither), nor compiling (``COMPILE``).
+Not yet: new images in an evaluation, export of its models (the model page
+offers neither), compiling (``COMPILE``).
 """
 
 from trainer.catalog import INSTANCE_NETWORKS
@@ -31,7 +33,11 @@ TASK = Task("instance_segmentation", "Instance segmentation", metrics=(
     Metric("mask_map", "mask mAP@0.5:0.95"),
     Metric("box_map50", "box mAP@0.5"),
 ), metrics_title="mean average precision", targets=Instances(), training="trainer.tasks.instance_training",
-    plan="trainer.tasks.instance_plan", model_uses=frozenset({uses.DETECT}),
+    plan="trainer.tasks.instance_plan", model_uses=frozenset({uses.DETECT, uses.EVALUATE}),
+    # Its report is detection's, its detections matched to the objects by
+    # their masks (``instance_training.split_report``), of a split of the
+    # model's dataset: new images are not taken yet.
+    evaluation_sources=("split",), evaluation_options=("score_threshold",),
     networks=INSTANCE_NETWORKS, network_sources=("standard",),
     refused_options={"tta": CLASSIFICATION_ONLY, "label_smoothing": CLASSIFICATION_ONLY, "compile": COMPILE},
     # As a detector's, its validation loss is a poor guide to its masks.

@@ -23,7 +23,7 @@ as is compiling (proposals change in number every batch, as a detector's).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
@@ -42,15 +42,17 @@ from torchvision.ops import masks_to_boxes
 
 from trainer.augment import Moved, take
 from trainer.catalog import INSTANCE_NETWORKS
-from trainer.instances.targets import CLASS, CROWD, INSTANCE, MASK_THRESHOLD
+from trainer.instances.targets import CLASS, CROWD, INSTANCE, MASK_THRESHOLD, boxes_shown
 from trainer.networks import NetworkError
 from trainer.segmentation.shapes import decoded
 from trainer.tta import Predictor
 
-from . import backbones
+from . import backbones, detection_report
 from .backbones import Placement
 from .base import Task
+from .detection import SCORE_THRESHOLD
 from .detection_training import losses_mode
+from .training import SplitReport
 
 
 def maskrcnn_mobilenet_v3_large_fpn(num_classes: int, **options: Any) -> MaskRCNN:
@@ -131,11 +133,24 @@ def _decoded(rles: list[dict[str, Any]], shape: tuple[int, int]) -> torch.Tensor
     return torch.from_numpy(decoded(rles).transpose(2, 0, 1).copy())
 
 
-def mean_average_precision(**options: Any) -> MeanAveragePrecision:
+def mean_average_precision(iou_type: str | tuple[str, ...] = ("bbox", "segm"), **options: Any) -> MeanAveragePrecision:
     """torchmetrics' mAP of masks and of boxes (faster-coco-eval), on the
     values given to the process that computes it."""
-    return MeanAveragePrecision(box_format="xyxy", iou_type=("bbox", "segm"), backend="faster_coco_eval",
+    return MeanAveragePrecision(box_format="xyxy", iou_type=iou_type, backend="faster_coco_eval",
                                 sync_on_compute=False, **options)
+
+
+def mask_overlaps(found: dict[str, Any], known: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each detection's mask IoU with each object and crowd region of the
+    truth (D×T), and the share of the detection's mask each covers (D×T),
+    from their RLEs (pycocotools: a crowd's IoU is that share)."""
+    shape = (len(found["labels"]), len(known["labels"]))
+    if not all(shape):
+        return torch.zeros(shape), torch.zeros(shape)
+    iou = coco_mask.iou(found["masks"], known["masks"], [0] * shape[1])
+    covered = coco_mask.iou(found["masks"], known["masks"], [1] * shape[1])
+    return torch.as_tensor(np.asarray(iou), dtype=torch.float32), torch.as_tensor(np.asarray(covered),
+                                                                                  dtype=torch.float32)
 
 
 class Evaluation:
@@ -154,6 +169,15 @@ class Evaluation:
         self.images += [(detected(found), truth(stored), shape) for found, stored in zip(detections, targets,
                                                                                         strict=True)]
 
+    @property
+    def found(self) -> list[dict[str, Any]]:
+        """This process's images' detections (masks as RLEs), for the report."""
+        return [found for found, _, _ in self.images]
+
+    @property
+    def truth(self) -> list[dict[str, Any]]:
+        return [known for _, known, _ in self.images]
+
     def compute(self) -> dict[str, float]:
         """A collective, and a host-device sync."""
         loss = float(self.loss.compute())
@@ -162,13 +186,22 @@ class Evaluation:
             shares: list[Any] = [None] * dist.get_world_size()
             dist.all_gather_object(shares, images)
             images = [image for share in shares for image in share]
-        metric = mean_average_precision()
-        for found, known, shape in images:  # one image's masks decoded at a time
-            metric.update([{**found, "masks": _decoded(found["masks"], shape)}],
-                          [{**known, "masks": _decoded(known["masks"], shape)}])
-        result = metric.compute()
+        result = _scored(images, mean_average_precision())
         return {"loss": loss, "mask_map50": float(result["segm_map_50"]), "mask_map": float(result["segm_map"]),
                 "box_map50": float(result["bbox_map_50"])}
+
+    def detailed(self) -> dict[str, Any]:
+        """This process's images' masks scored with the per-class figures and
+        the precision arrays, for the evaluation report of one process."""
+        return _scored(self.images, mean_average_precision("segm", class_metrics=True, extended_summary=True))
+
+
+def _scored(images: list[tuple[dict[str, Any], dict[str, Any], tuple[int, int]]],
+            metric: MeanAveragePrecision) -> dict[str, Any]:
+    for found, known, shape in images:  # one image's masks decoded at a time
+        metric.update([{**found, "masks": _decoded(found["masks"], shape)}],
+                      [{**known, "masks": _decoded(known["masks"], shape)}])
+    return metric.compute()
 
 
 class Training:
@@ -226,6 +259,17 @@ class Training:
 
     def evaluation(self, device: torch.device) -> Evaluation:
         return Evaluation(device)
+
+    def split_report(self, model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]], total: int,
+                     names: list[str], image_names: Sequence[str], progress: Callable[[int, int], None],
+                     score_threshold: float = SCORE_THRESHOLD) -> SplitReport:
+        """The evaluation job's report of a split: detection's
+        (``detection_report``), its detections matched to the objects by
+        their masks and its mAP the masks'; the report says so (``matched_by``)."""
+        made = detection_report.split_report(self, model, batches, total, names, image_names, progress,
+                                             score_threshold, overlaps=mask_overlaps, truth_shown=boxes_shown)
+        made.report["matched_by"] = "masks"
+        return made
 
     def describe(self, metrics: dict[str, float]) -> str:
         shown = ", ".join(f"{metric.label} {metrics[metric.field]:.2%}" for metric in self.task.metrics)

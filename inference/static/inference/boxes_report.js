@@ -13,11 +13,16 @@ import { el, fixed, pct } from "../js/format.js";
 const $ = (id) => document.getElementById(id);
 
 
+// An instance segmentation model's report is this one, its detections
+// matched to the objects by their masks (`matched_by` "masks"): its figures
+// say so, and its boxes are those round the objects.
 export function summaryItems(report) {
   const atScore = `(score ≥ ${report.score_threshold})`;
-  return [["mAP@0.5", pct(report.map50)], ["mAP@0.5:0.95", pct(report.map)],
+  const masks = report.matched_by === "masks";
+  const of = masks ? "mask " : "";
+  return [[`${of}mAP@0.5`, pct(report.map50)], [`${of}mAP@0.5:0.95`, pct(report.map)],
     [`Precision ${atScore}`, pct(report.precision)], [`Recall ${atScore}`, pct(report.recall)],
-    ["Score threshold", report.score_threshold], ["Images", report.count], ["Boxes", report.boxes],
+    ["Score threshold", report.score_threshold], ["Images", report.count], [masks ? "Objects" : "Boxes", report.boxes],
     ["Detections", report.detections], ["Loss", fixed(report.loss, 4)], ["Snapshot", report.snapshot]];
 }
 

@@ -1,0 +1,58 @@
+"""Evaluate for an instance segmentation model, through the web and a real
+worker: a Mask R-CNN trained one epoch on one-shape scenes, evaluated on
+its validation split: detection's report, its detections matched to the
+objects by their masks, its mask mAP the one training measured on the same
+split with the same snapshot; its downloads and its page in a browser."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import reverse
+
+from tests.browser import needs_chromium, sign_up
+from tests.clients import signed_in
+from tests.evalfiles import evaluated_over_api
+from tests.instancefiles import copied_instances, train_instances_once
+from trainer import eventkinds as kinds
+from trainer import eventlog
+from trainer.instances.targets import Instances
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    return train_instances_once(tmp_path_factory.mktemp("instances"))
+
+
+@pytest.mark.one_database
+def test_a_mask_rcnn_evaluated_on_its_validation_split_scores_its_masks_as_training_did(alice, worker, trained):
+    model = copied_instances(alice, trained)
+    client = signed_in(alice)
+    page = client.get(reverse("job", args=[model.pk])).content.decode()
+    assert 'id="evaluate"' in page and 'id="classify-many"' not in page
+    job, report = evaluated_over_api(client, model)
+    assert report["layout"] == "boxes" and report["matched_by"] == "masks" and report["count"] == 6
+    assert list(report["per_class"]) == ["disc", "box"] and 0 <= report["map"] <= report["map50"] <= 1
+    validation = [event["data"] for event in eventlog.Reader(trained / "run").read() if event["kind"] == kinds.VAL]
+    assert report["map50"] == pytest.approx(validation[-1]["mask_map50"], abs=1e-6)
+    assert report["map"] == pytest.approx(validation[-1]["mask_map"], abs=1e-6)
+    val = Instances().read(trained / "build" / "dataset", "val")
+    assert report["boxes"] == Instances().statistics(val, ["disc", "box"])["objects"] == 6  # one shape a scene
+    downloads = json.loads(b"".join(client.get(f"/evaluations/{job.pk}/download/json").streaming_content))
+    assert len(downloads["rows"]) == report["detections"]
+
+
+@pytest.mark.one_database
+@needs_chromium
+def test_the_reports_page_says_its_map_is_the_masks(page, worker, trained):
+    from playwright.sync_api import expect
+
+    sign_up(page, "ada")
+    model = copied_instances(User.objects.get(username="ada"), trained)
+    job, _ = evaluated_over_api(signed_in(User.objects.get(username="ada")), model)
+    page.goto(f"/jobs/{job.pk}/")
+    expect(page.locator("#evaluation-summary")).to_contain_text("mask mAP@0.5")
+    expect(page.locator("#evaluation-summary")).to_contain_text("Objects")

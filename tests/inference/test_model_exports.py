@@ -25,12 +25,13 @@ from tests.clients import signed_in
 from tests.detectionfiles import detection_config, make_detection_dataset, trained_detector
 from tests.evalfiles import CPU, dataset_job, model_with_snapshot, trained_model
 from tests.inferfiles import bar_images
+from tests.instancefiles import copied_instances, train_instances_once
 from tests.jobtools import events_of, wait_status
 from tests.segmentationfiles import copied_segmenter, train_segmenter_once
 from tests.trainfiles import train_config
 from trainer import eventkinds, eventlog, jobfiles
 from trainer.inference import classify, load_model, logits, preprocess
-from trainer.tasks import classification_export, detection_export, segmentation_export
+from trainer.tasks import classification_export, detection_export, instance_export, segmentation_export
 from trainer.train import Run
 
 TIMEOUT = 240
@@ -146,6 +147,21 @@ def test_a_segmentation_model_is_exported_from_the_api_and_its_onnx_file_gives_i
     with torch.no_grad():
         expected = load_model(model.folder).model(x)
     assert torch.allclose(torch.from_numpy(session.run(None, {"image": x.numpy()})[0]), expected, atol=1e-4)
+
+
+@pytest.mark.one_database
+def test_an_instance_segmentation_model_is_exported_from_the_api_and_its_onnx_file_gives_masks(
+        alice, worker, tmp_path_factory):
+    model = copied_instances(alice, train_instances_once(tmp_path_factory.mktemp("instances")))
+    client = signed_in(alice)
+    assert "Download model archive" in client.get(f"/jobs/{model.pk}/").content.decode()
+    job = wait_status(export(client, model), Status.DONE, Status.FAILED, timeout=TIMEOUT)
+    assert job.status == Status.DONE, job.error
+    with zipfile.ZipFile(io.BytesIO(streamed(client.get(f"/api/exports/{job.pk}/archive")))) as archive:
+        assert archive.namelist() == list(instance_export.FILES)
+        session = onnxruntime.InferenceSession(archive.read("model.onnx"))
+    boxes, scores, labels, masks = session.run(None, {"image": torch.rand(3, 40, 48).numpy() - 0.5})
+    assert masks.shape == (len(scores), 1, 40, 48) and boxes.shape == (len(scores), 4) and labels.shape == scores.shape
 
 
 @pytest.mark.one_database

@@ -159,18 +159,20 @@ def trace_example(loaded: Loaded, model: nn.Module) -> torch.Tensor:
         return max(candidates, key=lambda image: len(model(image)[0]))
 
 
-def onnx_bytes(loaded: Loaded) -> bytes:
-    """The detector as one ONNX file (see the module's docstring), traced on the CPU."""
-    model = OneImage(loaded.model.to("cpu")).eval()
+def onnx_bytes(loaded: Loaded, wrapped: type[nn.Module] = OneImage, outputs: tuple[str, ...] = OUTPUTS) -> bytes:
+    """The detector as one ONNX file (see the module's docstring), traced on
+    the CPU, as ``wrapped`` runs it (``OneImage``; instance segmentation's
+    adds the masks), its ``outputs`` named."""
+    model = wrapped(loaded.model.to("cpu")).eval()
     example = trace_example(loaded, model)
     out = io.BytesIO()
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")  # the tracer's warnings of the Python values it records
             torch.onnx.export(model, (example,), out, dynamo=False, opset_version=OPSET, input_names=["image"],
-                              output_names=list(OUTPUTS),
+                              output_names=list(outputs),
                               dynamic_axes={"image": {1: "height", 2: "width"},
-                                            **{name: {0: "detections"} for name in OUTPUTS}})
+                                            **{name: {0: "detections"} for name in outputs}})
     except Exception as exc:  # the exporter raises many kinds
         raise InferenceError(f"The detector cannot be exported as ONNX: {first_line(exc)}") from None
     finally:

@@ -13,10 +13,12 @@ objects move with them. Its models find the objects of one image (Detect
 one: each object's box, score and outlined mask, filtered by the score
 slider) and are evaluated on a split of their dataset with detection's
 report, the detections matched to the objects by their masks and the mAP
-the masks' (``instance_training.split_report``).
+the masks' (``instance_training.split_report``), and exported
+(``instance_export``: ONNX giving each object's mask, and a script that
+takes them back to a photo as Detect one does).
 
-Not yet: new images in an evaluation, export of its models (the model page
-offers neither), compiling (``COMPILE``).
+Not yet: new images in an evaluation (the model page offers none),
+compiling (``COMPILE``).
 """
 
 from trainer.catalog import INSTANCE_NETWORKS
@@ -33,7 +35,8 @@ TASK = Task("instance_segmentation", "Instance segmentation", metrics=(
     Metric("mask_map", "mask mAP@0.5:0.95"),
     Metric("box_map50", "box mAP@0.5"),
 ), metrics_title="mean average precision", targets=Instances(), training="trainer.tasks.instance_training",
-    plan="trainer.tasks.instance_plan", model_uses=frozenset({uses.DETECT, uses.EVALUATE}),
+    plan="trainer.tasks.instance_plan", export="trainer.tasks.instance_export",
+    model_uses=frozenset({uses.DETECT, uses.EVALUATE, uses.EXPORT}),
     # Its report is detection's, its detections matched to the objects by
     # their masks (``instance_training.split_report``), of a split of the
     # model's dataset: new images are not taken yet.

@@ -81,15 +81,16 @@ def drawn_targets(info: dict[str, Any], reader: SplitReader, positions: np.ndarr
             "images": {str(int(i)): targets.shown(reader.targets, int(i)) for i in positions}}
 
 
-def drawn_masks(job: Job, info: dict[str, Any], split: str) -> dict[str, Any]:
+def drawn_masks(job: Job, info: dict[str, Any], split: str, outlined: bool = False) -> dict[str, Any]:
     """What the gallery needs to colour the masks of ``split``: the
     ``classes``, their ``colours`` (``class_colours``),
-    the stored images' ``width`` and ``height``, and the address of a mask
-    with ``{index}`` in it (``mask_url``)."""
+    the stored images' ``width`` and ``height``, the address of a mask
+    with ``{index}`` in it (``mask_url``), and whether the masks carry
+    objects to outline (``outlined``)."""
     height, width = info["image_shape"][:2]
     url = reverse("dataset-mask", args=[job.pk, split, 0]).removesuffix("0.png") + "{index}.png"
     return {"classes": info["classes"], "colours": class_colours(info), "width": width, "height": height,
-            "mask_url": url}
+            "mask_url": url, "outlined": outlined}
 
 
 def class_colours(info: dict[str, Any]) -> list[str]:

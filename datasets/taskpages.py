@@ -37,6 +37,9 @@ class TaskPages:
     # What the gallery draws over each image: "" nothing, "boxes" (its
     # targets' ``shown``), "masks" (its mask, ``mask``, coloured by class).
     overlay: str = ""
+    # With "masks": whether its masks carry each pixel's object too (an RGB
+    # PNG, red the class and green the object), outlined by the gallery.
+    outlined: bool = False
     # What writes one of its built datasets (a folder) as a COCO zip to a
     # stream, when its datasets download as COCO.
     coco_export: Callable[[Path, IO[bytes]], None] | None = None
@@ -50,7 +53,8 @@ PAGES: dict[str, TaskPages] = {
     segmentation.TASK.name: TaskPages(SegmentationDatasetForm, section="datasets/section_segmentation.html",
                                       section_context=segmentation_pages.section_context, overlay="masks"),
     instance_segmentation.TASK.name: TaskPages(InstanceDatasetForm, section="datasets/section_instances.html",
-                                               section_context=instance_pages.section_context, overlay="masks"),
+                                               section_context=instance_pages.section_context, overlay="masks",
+                                               outlined=True),
 }
 if set(PAGES) != set(TASKS):
     raise ImportError(f"The dataset pages know the tasks {sorted(PAGES)}, the registry {sorted(TASKS)}.")

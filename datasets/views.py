@@ -212,7 +212,8 @@ def explore(request: HttpRequest, job_id: int) -> HttpResponse:
              for i in shown]
     overlay = taskpages.pages(task_of(info)).overlay
     drawn = services.drawn_targets(info, reader, shown) if overlay == "boxes" else None
-    masks = services.drawn_masks(job, info, split) if overlay == "masks" else None
+    masks = services.drawn_masks(job, info, split, taskpages.pages(task_of(info)).outlined) if overlay == "masks" \
+        else None
     return render(request, "datasets/explore.html", {
         "job": job, "info": info, "split": split, "splits": splits, "size": size, "sizes": PAGE_SIZES,
         "chosen": chosen, "page": page, "pages": pages, "items": items, "total": len(indices), "drawn": drawn,
@@ -237,7 +238,9 @@ def image(request: HttpRequest, job_id: int, split: str, index: int) -> HttpResp
 @login_required
 def mask(request: HttpRequest, job_id: int, split: str, index: int) -> HttpResponse:
     """An image's mask as a grayscale PNG of class indices (255: ignored),
-    which the gallery colours; a 404 for a dataset whose gallery draws none."""
+    which the gallery colours, or as its target format draws it (an RGB PNG
+    of classes and object numbers, ``TaskPages.outlined``); a 404 for a
+    dataset whose gallery draws none."""
     job = services.job_or_404(job_id)
     info = services.manifest(job)
     if info is None or split not in services.SPLITS or taskpages.pages(task_of(info)).overlay != "masks":
@@ -245,8 +248,8 @@ def mask(request: HttpRequest, job_id: int, split: str, index: int) -> HttpRespo
     reader = services.reader(job, split, info)
     if index >= len(reader):
         raise Http404("No such mask.")
-    response = HttpResponse(png_bytes(task_of(info).targets.mask(reader.targets, index)[:, :, None]),
-                            content_type="image/png")
+    drawn = task_of(info).targets.mask(reader.targets, index)
+    response = HttpResponse(png_bytes(drawn if drawn.ndim == 3 else drawn[:, :, None]), content_type="image/png")
     response["Cache-Control"] = "private, max-age=86400"
     return response
 

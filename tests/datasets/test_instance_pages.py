@@ -8,19 +8,24 @@ from __future__ import annotations
 import html
 import io
 import json
+import shutil
 import zipfile
 
 import numpy as np
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from PIL import Image
 
 from datasets.forms import defaults
 from datasets.instance_form import InstanceDatasetForm
 from jobs.models import Job, Status
-from tests.instancefiles import VOC_VALUES, voc_source
+from tests.browser import needs_chromium, sign_up
+from tests.instancefiles import BUILD_CONFIG, VOC_VALUES, coco_source, voc_source
 from tests.jobtools import wait_status
-from trainer.instances.targets import SHOWN_CROWD, SHOWN_NONE
+from trainer import jobfiles
+from trainer.dataset_build import main as build_dataset
+from trainer.instances.targets import INSTANCE, SHOWN_CROWD, SHOWN_NONE, Instances
 from trainer.segmentation.labels import VOC_CLASSES
 
 
@@ -116,5 +121,47 @@ def test_an_uploaded_voc_archive_is_built_with_its_objects_shown_counted_and_fil
     assert gallery.status_code == 200 and gallery.context["items"]
     assert all("cat" in item["label"] for item in gallery.context["items"])
     mask = client.get(f"/datasets/{job.pk}/masks/train/{gallery.context['items'][0]['index']}.png")
-    values = set(np.unique(np.asarray(Image.open(io.BytesIO(mask.content)))).tolist())
-    assert cat in values and values <= {cat, VOC_VALUES["box"] - 1, SHOWN_NONE, SHOWN_CROWD}
+    drawn = np.asarray(Image.open(io.BytesIO(mask.content)))
+    assert drawn.shape == (48, 64, 3) and not drawn[..., 2].any()
+    assert cat in set(np.unique(drawn[..., 0]).tolist()) <= {cat, VOC_VALUES["box"] - 1, SHOWN_NONE, SHOWN_CROWD}
+    assert ((drawn[..., 1] > 0) == (drawn[..., 0] != SHOWN_NONE)).all(), "an object number wherever a class is"
+
+
+def outline_pixels(numbers: np.ndarray) -> int:
+    """The pixels of an object with a 4-neighbour of another value, or on the image's edge."""
+    padded = np.pad(numbers.astype(np.int16), 1, constant_values=-1)
+    centre = padded[1:-1, 1:-1]
+    differs = ((padded[:-2, 1:-1] != centre) | (padded[2:, 1:-1] != centre) | (padded[1:-1, :-2] != centre)
+               | (padded[1:-1, 2:] != centre))
+    return int((differs & (numbers > 0)).sum())
+
+
+@needs_chromium
+def test_the_gallery_outlines_each_object_solid_over_its_classes_fill(page, tmp_path):
+    from playwright.sync_api import expect
+
+    sign_up(page, "ada")
+    job = Job.objects.create(kind="dataset", name="shapes", owner=User.objects.get(username="ada"),
+                             status=Status.DONE, progress=1.0, params={**BUILD_CONFIG, "source": {"type": "folder",
+                                                                                                   "path": "/srv"}})
+    coco_source(tmp_path / "source", 4)
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "config.json").write_text(json.dumps({**BUILD_CONFIG, "val_percent": 0, "encoding": "none",
+                                                   "source": {"type": "folder", "path": str(tmp_path / "source")}}))
+    assert build_dataset(str(build / "config.json")) == 0
+    shutil.copytree(build / "dataset", job.folder / jobfiles.DATASET)
+    page.goto(f"/datasets/{job.pk}/explore?split=train")
+    expect(page.locator("#gallery")).to_have_attribute("data-masks-drawn", "true")
+    targets = Instances().read(job.folder / jobfiles.DATASET, "train")
+    for position in range(4):
+        alphas = page.evaluate("""(index) => {
+          const canvas = document.querySelector(`.masked[data-index="${index}"] canvas`);
+          const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+          const counts = {};
+          for (let i = 3; i < data.length; i += 4) counts[data[i]] = (counts[data[i]] || 0) + 1;
+          return counts;
+        }""", position)
+        numbers = np.asarray(targets[position])[..., INSTANCE]
+        assert alphas.get("255", 0) == outline_pixels(numbers) > 0
+        assert alphas.get("128", 0) == int((numbers > 0).sum()) - outline_pixels(numbers)

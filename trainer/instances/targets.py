@@ -201,11 +201,14 @@ class Instances:
         }
 
     def mask(self, targets: np.ndarray, position: int) -> np.ndarray:
-        """An image's classes (H×W uint8) for the gallery: an object's class,
-        ``SHOWN_CROWD`` on a crowd region, ``SHOWN_NONE`` elsewhere."""
+        """An image's objects for the gallery (H×W×3 uint8): red its
+        classes (an object's class, ``SHOWN_CROWD`` on a crowd region,
+        ``SHOWN_NONE`` elsewhere), green each pixel's object number (the
+        gallery outlines each object), blue 0."""
         stored = np.asarray(targets[position])
         shown = np.where(stored[..., INSTANCE] > 0, stored[..., CLASS].astype(np.int16) - 1, SHOWN_NONE)
-        return np.where(stored[..., INSTANCE] == CROWD, SHOWN_CROWD, shown).astype(np.uint8)
+        shown = np.where(stored[..., INSTANCE] == CROWD, SHOWN_CROWD, shown).astype(np.uint8)
+        return np.stack([shown, stored[..., INSTANCE], np.zeros_like(shown)], axis=-1)
 
 
 # The gallery's values beside the classes (0 to MAX_CLASSES - 1): crowd

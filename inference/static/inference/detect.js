@@ -9,7 +9,7 @@
 import { colour, svg } from "../js/boxes.js";
 import { el, fixed } from "../js/format.js";
 import { csrfToken } from "../js/live.js";
-import { indicesOf, rgbOf } from "../js/masks.js";
+import { drawIndices, indicesOf, outlines, rgbOf } from "../js/masks.js";
 
 const data = JSON.parse(document.getElementById("detect-data").textContent);
 const $ = (id) => document.getElementById(id);
@@ -19,37 +19,14 @@ let objects = null; // with masks: each pixel's object (its box's place + 1, 0 n
 
 const FILL_ALPHA = 100;
 
-// The pixels of `indices` (width × height) with a 4-neighbour of another object.
-function outlines(indices, width, height) {
-  const edge = new Uint8Array(indices.length);
-  for (let y = 0; y < height; y += 1) {
-    for (let x = 0; x < width; x += 1) {
-      const i = y * width + x;
-      const k = indices[i];
-      if (k && ((x > 0 && indices[i - 1] !== k) || (x + 1 < width && indices[i + 1] !== k)
-        || (y > 0 && indices[i - width] !== k) || (y + 1 < height && indices[i + width] !== k)
-        || x === 0 || y === 0 || x + 1 === width || y + 1 === height)) edge[i] = 1;
-    }
-  }
-  return edge;
-}
-
 // The objects of the boxes shown, on the canvas under the boxes.
 function drawObjects(shown) {
   $("detect-masks")?.remove();
   if (!objects) return;
   const canvas = el("canvas", { id: "detect-masks", width: answer.width, height: answer.height });
-  const table = new Array(answer.boxes.length + 1).fill(null);
+  const table = new Array(256).fill(null);
   for (const box of shown) table[answer.boxes.indexOf(box) + 1] = rgbOf(colour(box.index));
-  const context = canvas.getContext("2d");
-  const picture = context.createImageData(answer.width, answer.height);
-  for (let i = 0; i < objects.indices.length; i += 1) {
-    const rgb = table[objects.indices[i]];
-    if (!rgb) continue;
-    picture.data.set(rgb, 4 * i);
-    picture.data[4 * i + 3] = objects.edge[i] ? 255 : FILL_ALPHA;
-  }
-  context.putImageData(picture, 0, 0);
+  drawIndices(canvas, objects.indices, table, FILL_ALPHA, objects.edge);
   $("detect-picture").after(canvas);
   canvas.dataset.objects = String(shown.length);
 }

@@ -7,16 +7,19 @@ split with the same snapshot; its downloads and its page in a browser."""
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
+from jobs.models import Job, Status
 from tests.browser import needs_chromium, sign_up
 from tests.clients import signed_in
 from tests.evalfiles import evaluated_over_api
 from tests.instancefiles import copied_instances, train_instances_once
+from tests.jobtools import wait_status
 from trainer import eventkinds as kinds
 from trainer import eventlog
 from trainer.instances.targets import Instances
@@ -43,6 +46,29 @@ def test_a_mask_rcnn_evaluated_on_its_validation_split_scores_its_masks_as_train
     assert report["boxes"] == Instances().statistics(val, ["disc", "box"])["objects"] == 6  # one shape a scene
     downloads = json.loads(b"".join(client.get(f"/evaluations/{job.pk}/download/json").streaming_content))
     assert len(downloads["rows"]) == report["detections"]
+
+
+@pytest.mark.one_database
+def test_new_images_in_an_uploaded_coco_archive_are_evaluated_from_the_new_evaluation_page(alice, worker, trained,
+                                                                                           tmp_path):
+    model = copied_instances(alice, trained)
+    client = signed_in(alice)
+    page = client.get(reverse("job", args=[model.pk])).content.decode()
+    assert "Segment many" in page
+    archive = tmp_path / "new.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        for path in sorted((trained / "source").rglob("*")):
+            if path.is_file():
+                out.write(path, f"shapes/{path.relative_to(trained / 'source')}")
+    with open(archive, "rb") as handle:
+        answer = client.post(reverse("new-evaluation"), {"model": model.pk, "source": "archive", "archive": handle,
+                                                         "score_threshold": "0.3", "top_n": 5})
+    assert answer.status_code == 302, answer.content.decode()[-2000:]
+    job = wait_status(Job.objects.get(kind="evaluation"), Status.DONE, Status.FAILED, timeout=180)
+    assert job.status == Status.DONE, job.error
+    report = client.get(f"/api/evaluations/{job.pk}/report").json()["report"]
+    assert report["source"] == "archive" and report["count"] == 24 and report["skipped"] == []
+    assert report["matched_by"] == "masks" and report["score_threshold"] == 0.3
 
 
 @pytest.mark.one_database

@@ -90,22 +90,28 @@ def coco_plan(files: SourceFiles) -> tuple[list[str], list[Item], list[str | Non
 
 
 def voc_plan(files: SourceFiles) -> tuple[list[str], list[Item], list[str | None], list[Problem]]:
-    """The classes (VOC's 20), items, splits given and problems of a VOC
-    source: each object image paired with its image and its class image."""
+    """The classes (VOC's 20), items, splits given and problems of a VOC source."""
+    classes, found, problems = voc_objects(files)
+    return classes, [_item(files, image, target) for image, target, _ in found], [split for _, _, split in found], \
+        problems
+
+
+def voc_objects(files: SourceFiles) -> tuple[list[str], list[tuple[str, PlannedObjects, str | None]], list[Problem]]:
+    """A VOC source's classes (VOC's 20), its images (name, objects, split
+    given) and problems: each object image paired with its image and its
+    class image."""
     paired = pair_images(files, VOC_IMAGES, VOC_OBJECTS, "voc")
     voc_splits(files, paired)
     classes = list(VOC_CLASSES[1:])
     names = set(files.names())
-    items, given, problems = [], [], list(paired.problems)
+    found, problems = [], list(paired.problems)
     for pair in paired.pairs:
         partner = swap_folder(pair.label, VOC_OBJECTS, VOC_CLASS_IMAGES)
         if partner not in names:
             problems.append(Problem(pair.label, None, f"class image missing: no {partner} giving its objects' "
                                                       f"classes; the image is left out"))
             continue
-        target = PlannedObjects(files.path_or_member(pair.label), pair.label, files.path_or_member(partner), partner,
-                                len(classes))
-        items.append(_item(files, pair.image, target))
-        given.append(pair.split)
+        found.append((pair.image, PlannedObjects(files.path_or_member(pair.label), pair.label,
+                                                 files.path_or_member(partner), partner, len(classes)), pair.split))
     problems.sort(key=lambda problem: problem.file)
-    return classes, items, given, problems
+    return classes, found, problems

@@ -13,12 +13,12 @@ objects move with them. Its models find the objects of one image (Detect
 one: each object's box, score and outlined mask, filtered by the score
 slider) and are evaluated on a split of their dataset with detection's
 report, the detections matched to the objects by their masks and the mAP
-the masks' (``instance_training.split_report``), and exported
+the masks' (``instance_training.split_report``), also on new images with
+their objects (``instance_files``), and exported
 (``instance_export``: ONNX giving each object's mask, and a script that
 takes them back to a photo as Detect one does).
 
-Not yet: new images in an evaluation (the model page offers none),
-compiling (``COMPILE``).
+Not compiled (``COMPILE``).
 """
 
 from trainer.catalog import INSTANCE_NETWORKS
@@ -39,8 +39,12 @@ TASK = Task("instance_segmentation", "Instance segmentation", metrics=(
     model_uses=frozenset({uses.DETECT, uses.EVALUATE, uses.EXPORT}),
     # Its report is detection's, its detections matched to the objects by
     # their masks (``instance_training.split_report``), of a split of the
-    # model's dataset: new images are not taken yet.
-    evaluation_sources=("split",), evaluation_options=("score_threshold",),
+    # model's dataset or of new images with their objects (``instance_files``).
+    evaluation_sources=("split", "folder", "archive"), evaluation_options=("score_threshold",),
+    labelled_files="images with their objects as COCO JSON annotations (categories matched to the model's classes "
+                   "by name) or in Pascal VOC's layout (SegmentationObject and SegmentationClass, for a model of "
+                   "VOC's classes)",
+    files_action="Segment many",
     networks=INSTANCE_NETWORKS, network_sources=("standard",),
     refused_options={"tta": CLASSIFICATION_ONLY, "label_smoothing": CLASSIFICATION_ONLY, "compile": COMPILE},
     # As a detector's, its validation loss is a poor guide to its masks.

@@ -47,7 +47,7 @@ from trainer.networks import NetworkError
 from trainer.segmentation.shapes import decoded
 from trainer.tta import Predictor
 
-from . import backbones, detection_report
+from . import backbones, detection_report, instance_files
 from .backbones import Placement
 from .base import Task
 from .detection import SCORE_THRESHOLD
@@ -270,6 +270,8 @@ class Training:
                                              score_threshold, overlaps=mask_overlaps, truth_shown=boxes_shown)
         made.report["matched_by"] = "masks"
         return made
+
+    file_images = staticmethod(instance_files.file_images)
 
     def describe(self, metrics: dict[str, float]) -> str:
         shown = ", ".join(f"{metric.label} {metrics[metric.field]:.2%}" for metric in self.task.metrics)

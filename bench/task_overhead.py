@@ -1,4 +1,4 @@
-"""What ``bench/detection_overhead.py`` and ``bench/segmentation_overhead.py``
+"""What ``bench/detection_overhead.py``, ``bench/segmentation_overhead.py`` and ``bench/instance_overhead.py``
 share: a task's training run through ``make run``'s launcher (its API, a
 generated archive uploaded and built raw, a model from ``POST /api/models``)
 against a plain loop in the shape of torchvision's reference script for the

@@ -20,6 +20,7 @@ from tests.clients import signed_in
 from tests.evalfiles import evaluated_over_api
 from tests.instancefiles import copied_instances, train_instances_once
 from tests.jobtools import wait_status
+from tests.processes import wait_for
 from trainer import eventkinds as kinds
 from trainer import eventlog
 from trainer.instances.targets import Instances
@@ -35,17 +36,41 @@ def test_a_mask_rcnn_evaluated_on_its_validation_split_scores_its_masks_as_train
     model = copied_instances(alice, trained)
     client = signed_in(alice)
     page = client.get(reverse("job", args=[model.pk])).content.decode()
-    assert 'id="evaluate"' in page and 'id="classify-many"' not in page
+    assert 'id="evaluate"' in page and "Segment many" in page
     job, report = evaluated_over_api(client, model)
     assert report["layout"] == "boxes" and report["matched_by"] == "masks" and report["count"] == 6
     assert list(report["per_class"]) == ["disc", "box"] and 0 <= report["map"] <= report["map50"] <= 1
     validation = [event["data"] for event in eventlog.Reader(trained / "run").read() if event["kind"] == kinds.VAL]
     assert report["map50"] == pytest.approx(validation[-1]["mask_map50"], abs=1e-6)
     assert report["map"] == pytest.approx(validation[-1]["mask_map"], abs=1e-6)
+    assert report["box_map50"] == pytest.approx(validation[-1]["box_map50"], abs=1e-6)
+    assert (report["mask_map50"], report["mask_map"]) == (report["map50"], report["map"])
     val = Instances().read(trained / "build" / "dataset", "val")
     assert report["boxes"] == Instances().statistics(val, ["disc", "box"])["objects"] == 6  # one shape a scene
     downloads = json.loads(b"".join(client.get(f"/evaluations/{job.pk}/download/json").streaming_content))
     assert len(downloads["rows"]) == report["detections"]
+
+
+@pytest.mark.one_database
+def test_compare_evaluates_a_groups_models_and_shows_their_mask_map(alice, worker, trained):
+    model = copied_instances(alice, trained)
+    model.group = "masks"
+    model.save(update_fields=["group"])
+    client = signed_in(alice)
+    page = client.get(reverse("group", args=[alice.username, "masks"])).content.decode()
+    assert "<th>mask mAP@0.5</th><th>mask mAP@0.5:0.95</th><th>box mAP@0.5</th>" in page
+    response = client.post(reverse("api-compare", args=[alice.username, "masks"]),
+                           data=json.dumps({"split": "val"}), content_type="application/json")
+    assert response.status_code in (200, 201, 202), response.content
+
+    def rows() -> list[dict]:
+        return client.get(reverse("api-compare", args=[alice.username, "masks"])).json()["evaluations"]
+
+    wait_for(lambda: rows() and rows()[0]["status"] == Status.DONE, timeout=180, what="the comparison to finish")
+    (row,) = rows()
+    report = client.get(f"/api/evaluations/{row['id']}/report").json()["report"]
+    assert (row["mask_map50"], row["mask_map"], row["box_map50"]) == (report["map50"], report["map"],
+                                                                      report["box_map50"])
 
 
 @pytest.mark.one_database

@@ -114,13 +114,15 @@ def boxes_shown(stored: np.ndarray) -> list[dict[str, Any]]:
 def split_report(training: Any, model: torch.nn.Module, batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
                  total: int, names: list[str], image_names: Sequence[str], progress: Callable[[int, int], None],
                  threshold: float = SCORE_THRESHOLD, overlaps: Callable[..., tuple[torch.Tensor, torch.Tensor]] =
-                 box_overlaps, truth_shown: Callable[[np.ndarray], list[dict[str, Any]]] = boxes_shown) -> SplitReport:
+                 box_overlaps, truth_shown: Callable[[np.ndarray], list[dict[str, Any]]] = boxes_shown,
+                 extra: tuple[str, ...] = ()) -> SplitReport:
     """The report of the ``total`` images that ``batches`` give (in order,
     unshuffled), named ``image_names``; see the module's docstring. An
     instance segmentation's report is this one with its detections matched
     by their masks (``overlaps``), its truth drawn as boxes round its
     objects (``truth_shown`` of an image's stored target) and its mAP the
-    masks' (its evaluation's ``detailed``)."""
+    masks' (its evaluation's ``detailed``), with the ``extra`` figures its
+    ``detailed`` gives beside them (its boxes' ``box_map50``) in the report."""
     evaluation = training.evaluation(next(model.parameters()).device)
     shown: list[list[dict[str, Any]]] = []
     with torch.no_grad():
@@ -174,7 +176,8 @@ def split_report(training: Any, model: torch.nn.Module, batches: Iterable[tuple[
                             "precision": dict(zip(names, curves, strict=True))},
               "false_positives": false_positives[:LISTED], "false_positives_total": len(false_positives),
               "missed": missed[:LISTED], "missed_total": len(missed),
-              "worst": worst[:WORST], "worst_total": len(worst)}
+              "worst": worst[:WORST], "worst_total": len(worst),
+              **{name: float(result[name]) for name in extra}}
     header = ["index", "image", "class", "score", "x1", "y1", "x2", "y2", "matched"]
     table_rows = [[row["index"], row["name"], names[row["class"]], row["score"], *row["box"],
                    "" if row["matched"] is None else int(row["matched"])] for row in rows]

@@ -192,8 +192,12 @@ class Evaluation:
 
     def detailed(self) -> dict[str, Any]:
         """This process's images' masks scored with the per-class figures and
-        the precision arrays, for the evaluation report of one process."""
-        return _scored(self.images, mean_average_precision("segm", class_metrics=True, extended_summary=True))
+        the precision arrays, for the evaluation report of one process (the
+        masks' figures by their own names, as detection's report reads a
+        detector's), and the boxes' mAP@0.5 as ``box_map50``."""
+        result = _scored(self.images, mean_average_precision(class_metrics=True, extended_summary=True))
+        masks = {name.removeprefix("segm_"): value for name, value in result.items() if name.startswith("segm_")}
+        return {**masks, "classes": result["classes"], "box_map50": result["bbox_map_50"]}
 
 
 def _scored(images: list[tuple[dict[str, Any], dict[str, Any], tuple[int, int]]],
@@ -265,10 +269,16 @@ class Training:
                      score_threshold: float = SCORE_THRESHOLD) -> SplitReport:
         """The evaluation job's report of a split: detection's
         (``detection_report``), its detections matched to the objects by
-        their masks and its mAP the masks'; the report says so (``matched_by``)."""
+        their masks and its mAP the masks', beside its boxes' mAP@0.5
+        (``box_map50``); the report says so (``matched_by``)."""
         made = detection_report.split_report(self, model, batches, total, names, image_names, progress,
-                                             score_threshold, overlaps=mask_overlaps, truth_shown=boxes_shown)
-        made.report["matched_by"] = "masks"
+                                             score_threshold, overlaps=mask_overlaps, truth_shown=boxes_shown,
+                                             extra=("box_map50",))
+        # Its figures by the task's own metric names too, as lists and a group's Compare read them.
+        named = {"mask_map50": made.report["map50"], "mask_map": made.report["map"],
+                 "box_map50": made.report["box_map50"]}
+        made.report.update(matched_by="masks", **named)
+        made.summary.update(named)
         return made
 
     file_images = staticmethod(instance_files.file_images)

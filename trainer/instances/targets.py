@@ -65,19 +65,21 @@ def painted_objects(planned: PlannedShapes, size: tuple[int, int]) -> np.ndarray
     """The image's objects (H×W×2 uint8, as stored) drawn from its COCO
     shapes on an image shown ``size`` (width, height), larger ones first;
     crowd regions as ``CROWD``. TargetError for a shape ``shapes.drawn``
-    cannot draw, or more objects than one image stores."""
+    cannot draw, or more objects than one image stores. Each shape is drawn
+    once to measure it and again to paint it, so that one mask of the
+    image's size is held at a time, however many objects a photo has."""
     width, height = size
-    shapes = [(drawn(shape, planned.label_file, width, height), shape) for shape in planned.shapes]
-    objects = [item for item in shapes if item[1].index != IGNORE]
+    objects = [shape for shape in planned.shapes if shape.index != IGNORE]
     if len(objects) > MAX_INSTANCES:
         raise TargetError(f"{planned.label_file}: the image has {len(objects)} objects; one image holds at most "
                           f"{MAX_INSTANCES}")
     stored = np.zeros((height, width, 2), dtype=np.uint8)
-    for where, shape in [item for item in shapes if item[1].index == IGNORE]:
-        stored[where] = (shape.category, CROWD)
-    numbered = sorted(enumerate(objects, start=1), key=lambda item: -int(item[1][0].sum()))
-    for number, (where, shape) in numbered:
-        stored[where] = (shape.category, number)
+    for shape in planned.shapes:
+        if shape.index == IGNORE:
+            stored[drawn(shape, planned.label_file, width, height)] = (shape.category, CROWD)
+    areas = [int(drawn(shape, planned.label_file, width, height).sum()) for shape in objects]
+    for number in sorted(range(1, len(objects) + 1), key=lambda n: -areas[n - 1]):
+        stored[drawn(objects[number - 1], planned.label_file, width, height)] = (objects[number - 1].category, number)
     return stored
 
 

@@ -78,7 +78,9 @@ ensure_postgres
 
 echo "== tests on SQLite and, at the same time, on PostgreSQL ($PG_URL): its report follows SQLite's"
 postgres_log="$(mktemp)"
-trap 'rm -f "$postgres_log"' EXIT
+# Both passes share the models tests/sharedruns.py trains once for a run.
+export TEST_SHARED_DIR="$(mktemp -d -t digitslike-shared-XXXXXX)"
+trap 'rm -f "$postgres_log"; rm -rf "$TEST_SHARED_DIR"' EXIT
 set +e
 DATABASE_URL="$PG_URL" DATABASE_TESTS_ONLY=1 $BIN/python -m pytest "${PARALLEL[@]}" "$@" >"$postgres_log" 2>&1 &
 postgres_pid=$!

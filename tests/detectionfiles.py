@@ -17,12 +17,14 @@ from __future__ import annotations
 import io
 import json
 import shutil
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
 from PIL import Image
 
+from tests.sharedruns import made_once
 from tests.trainfiles import train_config
 from trainer import jobfiles
 from trainer.dataset_build import main as build_dataset
@@ -188,10 +190,14 @@ def trained_detector(folder: Path, dataset: Path, **overrides) -> Run:
 def train_detector_once(root: Path, count: int = 48, epochs: int = 3) -> Path:
     """``root/build/dataset`` built of ``count`` rectangles and a detector
     trained on it for ``epochs`` in ``root/run``, with no job rows: for a
-    module's tests to share through ``copied_detector``. Three epochs of 48
-    give a handful of boxes with scores apart (from about 0.15 to 0.3)."""
+    module's tests to share through ``copied_detector`` (made once in the
+    suite's run, see ``tests/sharedruns.py``). Three epochs of 48 give a
+    handful of boxes with scores apart (from about 0.15 to 0.3)."""
+    return made_once(f"detector-{count}-{epochs}", partial(_train_detector, count=count, epochs=epochs), root)
+
+
+def _train_detector(root: Path, count: int, epochs: int) -> None:
     trained_detector(root / "run", built_rectangles(root, count=count), epochs=epochs)
-    return root
 
 
 def copied_detector(owner, trained: Path, name: str = "detector"):

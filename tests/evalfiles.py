@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from datasets.forms import DatasetForm
 from inference.evaluate import services
 from inference.evaluate.forms import EvaluationForm
 from jobs.models import Job, Status
+from tests.sharedruns import made_once
 from tests.trainfiles import CLASSES, bars, make_dataset, train_config
 from trainer import eventkinds, eventlog, jobfiles
 from trainer.distributed import Placement
@@ -54,14 +56,18 @@ def trained_model(owner, dataset: Job | None = None, name: str = "lenet", group:
 def train_once(root: Path, epochs: int = 2) -> Path:
     """A bars dataset (``root/dataset``) and a LeNet trained on it
     (``root/run``), with no job rows: for a module's tests to share, each
-    copying it into its own jobs with ``copied_model``."""
+    copying it into its own jobs with ``copied_model`` (made once in the
+    suite's run, see ``tests/sharedruns.py``)."""
+    return made_once(f"lenet-{epochs}", partial(_train_lenet, epochs=epochs), root)
+
+
+def _train_lenet(root: Path, epochs: int) -> None:
     dataset_dir = make_dataset(root / "dataset")
     run = root / "run"
     run.mkdir()
     config = {**train_config(dataset_dir, epochs=epochs), "job_id": 0, "devices": ["cpu0"]}
     (run / jobfiles.CONFIG).write_text(json.dumps(config))
     Run(config, run, CPU).train()
-    return root
 
 
 def uploaded_dataset_job(owner) -> Job:

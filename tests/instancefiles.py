@@ -7,12 +7,14 @@ what each image's objects are."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 from pycocotools import mask as coco_mask
 
+from tests.sharedruns import made_once
 from trainer.segmentation.labels import voc_colours
 
 WIDTH, HEIGHT = 64, 48
@@ -193,7 +195,12 @@ def trained_instances(folder: Path, dataset: Path, **overrides):
 def train_instances_once(root: Path, count: int = 24, epochs: int = 1) -> Path:
     """``root/build/dataset`` built of ``count`` one-shape scenes and a Mask
     R-CNN trained on it for ``epochs`` in ``root/run`` on one thread, with
-    no job rows: for a module's tests to share through ``copied_instances``."""
+    no job rows: for a module's tests to share through ``copied_instances``
+    (made once in the suite's run, see ``tests/sharedruns.py``)."""
+    return made_once(f"instances-{count}-{epochs}", partial(_train_instances, count=count, epochs=epochs), root)
+
+
+def _train_instances(root: Path, count: int, epochs: int) -> None:
     import torch
 
     threads = torch.get_num_threads()
@@ -202,7 +209,6 @@ def train_instances_once(root: Path, count: int = 24, epochs: int = 1) -> Path:
         trained_instances(root / "run", built_shapes(root, count=count), epochs=epochs)
     finally:
         torch.set_num_threads(threads)
-    return root
 
 
 def copied_instances(owner, trained: Path, name: str = "instances"):

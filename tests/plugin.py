@@ -14,6 +14,14 @@ ROOT = Path(tempfile.mkdtemp(prefix="digitslike-tests-"))
 REDIS = RedisServer(ROOT / "redis")
 REDIS.start()
 
+# What tests/sharedruns.py makes once for the whole run: the first process
+# (pytest's own, before it starts pytest-xdist's workers, which inherit its
+# environment) makes the folder and removes it at its end, unless it was
+# given (scripts/test.sh gives both database passes one).
+OWNS_SHARED = "TEST_SHARED_DIR" not in os.environ
+if OWNS_SHARED:
+    os.environ["TEST_SHARED_DIR"] = tempfile.mkdtemp(prefix="digitslike-shared-")
+
 os.environ.update({
     "DATA_DIR": str(ROOT / "data"),
     "REDIS_URL": REDIS.url,
@@ -73,3 +81,5 @@ def pytest_collection_modifyitems(config, items):
 def pytest_unconfigure(config):
     REDIS.stop()
     shutil.rmtree(ROOT, ignore_errors=True)
+    if OWNS_SHARED:
+        shutil.rmtree(os.environ["TEST_SHARED_DIR"], ignore_errors=True)

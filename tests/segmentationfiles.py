@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import io
 import json
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
+from tests.sharedruns import made_once
 from trainer.segmentation.labels import voc_colours
 
 SIZE = (64, 48)  # the source images' width and height
@@ -165,7 +167,12 @@ def train_segmenter_once(root: Path, count: int = 96, epochs: int = 8) -> Path:
     """``root/build/dataset`` built of ``count`` scenes (their source in
     ``root/source``) and a U-Net trained on it for ``epochs`` in ``root/run``
     on one thread, validated and kept at the end only, with no job rows: for
-    a module's tests to share through ``copied_segmenter``."""
+    a module's tests to share through ``copied_segmenter`` (made once in
+    the suite's run, see ``tests/sharedruns.py``)."""
+    return made_once(f"segmenter-{count}-{epochs}", partial(_train_segmenter, count=count, epochs=epochs), root)
+
+
+def _train_segmenter(root: Path, count: int, epochs: int) -> None:
     import torch
 
     threads = torch.get_num_threads()
@@ -175,7 +182,6 @@ def train_segmenter_once(root: Path, count: int = 96, epochs: int = 8) -> Path:
                           snapshot_interval=float(epochs))
     finally:
         torch.set_num_threads(threads)
-    return root
 
 
 def copied_segmenter(owner, trained: Path, name: str = "segmenter"):

@@ -18,7 +18,7 @@ import torch
 from PIL import Image
 from safetensors.torch import load as safetensors_load
 
-from tests.detectionfiles import COLOURS, built_rectangles, rectangle_image, trained_detector
+from tests.detectionfiles import COLOURS, built_rectangles, rectangle_image, train_detector_once, trained_detector
 from tests.exportfiles import exported, run_in, unpacked
 from trainer import eventkinds, eventlog
 from trainer.detection.boxgeometry import move_boxes
@@ -47,9 +47,7 @@ def one_thread():
 @pytest.fixture(scope="module")
 def detector(tmp_path_factory) -> Path:
     """A Faster R-CNN (MobileNetV3) trained on 32×32 rectangles, squashed, the mean pixel subtracted."""
-    root = tmp_path_factory.mktemp("detector")
-    trained_detector(root / "job", built_rectangles(root), epochs=3)
-    return root / "job"
+    return train_detector_once(tmp_path_factory.mktemp("detector")) / "run"
 
 
 @pytest.fixture(scope="module")

@@ -126,19 +126,33 @@ def test_objects_follow_rotation_and_zoom_by_nearest_neighbour_none_from_outside
     assert outside.sum() > 100 and (moved[outside] == 0).all()
 
 
+# Six epochs of 96 one-shape scenes teach a Mask R-CNN from scratch little
+# that its mask mAP shows above noise: at the run's seed and two others the
+# last validation's mask mAP@0.5 was 0.008, 0.02 and 0.06, and at this lr
+# the same seed gave 0.07 on one CPU and 0.0 on another (one without AVX2,
+# whose kernels round differently). What every run showed is the losses
+# falling: the last epoch's training loss 0.69 to 0.75 of the first's, the
+# validation loss lower at the end. The test asks that, and that a mask
+# matched an object at IoU 0.5 at some validation.
+LEARNING = {"epochs": 6, "lr": 0.0005, "val_interval": 3.0, "snapshot_interval": 6.0, "flip": "horizontal"}
+
+
 @pytest.mark.timeout(900)  # about 100 CPU-seconds: far more of wall time beside the suite's other processes
 def test_a_mask_rcnn_learns_the_shapes_reporting_its_loss_components_and_mask_map(tmp_path, shapes):
     folder = tmp_path / "run"
-    trained_instances(folder, shapes, epochs=6, val_interval=3.0, snapshot_interval=6.0, flip="horizontal")
+    trained_instances(folder, shapes, **LEARNING)
     train = of_kind(folder, kinds.TRAIN)
     assert all(math.isfinite(t["loss"]) for t in train)
     assert set(train[-1]["components"]) == {"loss_classifier", "loss_box_reg", "loss_mask", "loss_objectness",
                                             "loss_rpn_box_reg"}
+    first = [t["loss"] for t in train if t["epoch"] <= 1]
+    last = [t["loss"] for t in train if t["epoch"] > LEARNING["epochs"] - 1]
+    assert sum(last) / len(last) < 0.85 * sum(first) / len(first), (first, last)
     validations = of_kind(folder, kinds.VAL)
     assert [set(v) for v in validations] == [{"step", "epoch", "loss", "mask_map50", "mask_map", "box_map50"}] * 2
-    first, last = validations
-    assert last["mask_map50"] >= max(0.02, 2 * first["mask_map50"]), validations
-    assert 0 < last["mask_map"] < last["mask_map50"]
+    assert validations[1]["loss"] < validations[0]["loss"], validations
+    assert all(0 <= v["mask_map"] <= v["mask_map50"] <= 1 and 0 <= v["box_map50"] <= 1 for v in validations)
+    assert max(v["mask_map50"] for v in validations) > 0, validations
     assert {best["metric"] for best in of_kind(folder, kinds.BEST)} == {"val_mask_map50"}
 
 

@@ -20,6 +20,7 @@ import redis
 from trainer import jobfiles
 
 from . import leases, nodes
+from .folderwatch import FolderWatch
 from .logfile import LogTail, tail_lines
 from .models import Job, JobNode, Status
 from .queue import enqueue_node
@@ -97,8 +98,12 @@ def supervise(node: JobNode, process: subprocess.Popen) -> tuple[int, bool]:
     """Relay the node's log into the job's events until its process group
     ends; stop it once its job no longer runs this attempt. Returns the exit
     code, and whether it was stopped."""
-    folder = node.job.folder
-    log_tail = LogTail(folder / jobfiles.node_log(node.rank))
+    with FolderWatch(node.job.folder, process.pid, RELAY_POLL_SECONDS, RELAY_POLL_SECONDS) as watch:
+        return _supervise(node, process, watch)
+
+
+def _supervise(node: JobNode, process: subprocess.Popen, watch: FolderWatch) -> tuple[int, bool]:
+    log_tail = LogTail(node.job.folder / jobfiles.node_log(node.rank))
     stopped = False
     last_check = 0.0
     done_at: float | None = None
@@ -116,7 +121,7 @@ def supervise(node: JobNode, process: subprocess.Popen) -> tuple[int, bool]:
                 if done_at is None or now - done_at >= DONE_EXIT_GRACE_SECONDS:
                     process.send_signal(signal.SIGTERM)  # the supervisor ends the group
                     stopped = True
-        time.sleep(RELAY_POLL_SECONDS)
+        watch.wait(last_check + ABORT_POLL_SECONDS - now)
 
 
 def failure_message(job: Job, rank: int, code: int) -> str:

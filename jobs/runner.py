@@ -30,6 +30,7 @@ from trainer.gpus import CUDA_NUMBERING
 
 from . import cputhreads, eventseek, kinds, leases, nodes, permissions, placement
 from .bus import Forwarder
+from .folderwatch import FolderWatch
 from .logfile import LogTail, tail_lines
 from .models import Job, Status
 from .publish import publish
@@ -53,6 +54,9 @@ CLAIM_UNDER_WAY_SECONDS = 5.0
 # How long, in heartbeats, node 0 of a failed job over several machines
 # waits for another node to say why (a node's worker one heartbeat less silent counts as dead).
 NODE_REPORT_HEARTBEATS = 3
+# The least time between two relays of a job's events and log (a job that
+# writes without pause is relayed in batches), and how often a runner
+# looks where it cannot be told of a write (``FolderWatch``).
 RELAY_POLL_SECONDS = 0.02
 ABORT_POLL_SECONDS = 0.5
 PROGRESS_WRITE_SECONDS = 1.0
@@ -276,6 +280,11 @@ def supervise(job: Job, process: subprocess.Popen) -> tuple[int, str]:
     an abort, and stop it when another of its nodes is in trouble; say when
     it stops responding, and kill it when a restart is asked for. Returns
     the exit code and that trouble ("" when none)."""
+    with FolderWatch(job.folder, process.pid, RELAY_POLL_SECONDS, RELAY_POLL_SECONDS) as watch:
+        return _supervise(job, process, watch)
+
+
+def _supervise(job: Job, process: subprocess.Popen, watch: FolderWatch) -> tuple[int, str]:
     trouble = ""
     forwarder = Forwarder(job.pk, job.folder)
     log_tail = LogTail(job.folder / jobfiles.LOG)
@@ -283,6 +292,9 @@ def supervise(job: Job, process: subprocess.Popen) -> tuple[int, str]:
     last_progress_write = last_abort_check = 0.0
     abort_sent = killed_for_restart = False
     watchdog = Watchdog(settings.JOB_SILENT_SECONDS, time.monotonic())
+    # The other nodes' runners write the events of a job over several
+    # machines into its shared folder, and no notification comes of that.
+    longest_wait = RELAY_POLL_SECONDS if nodes.count(job) > 1 else ABORT_POLL_SECONDS
     while True:
         code = process.poll()
         lines = log_tail.read_lines()
@@ -314,7 +326,12 @@ def supervise(job: Job, process: subprocess.Popen) -> tuple[int, str]:
                 process.send_signal(signal.SIGUSR1)
                 killed_for_restart = True
             mark_silent(job, watchdog.limit() if watchdog.silent(now) else None)
-        time.sleep(RELAY_POLL_SECONDS)
+        due = [last_abort_check + ABORT_POLL_SECONDS]
+        if job.progress != progress_written:
+            due.append(last_progress_write + PROGRESS_WRITE_SECONDS)
+        if forwarder.pending:  # the bus was down: try again soon
+            due.append(now + RELAY_POLL_SECONDS)
+        watch.wait(min(longest_wait, min(due) - now))
 
 
 def mark_silent(job: Job, limit: float | None) -> None:

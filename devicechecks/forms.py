@@ -20,4 +20,4 @@ class DeviceCheckForm(JobFieldsForm, DevicesField):
         data = self.cleaned_data
         params = {"seconds": data["seconds"], "size": data["size"]}
         return services.submit(owner, "devicecheck", data["name"], params, self.resources(),
-                               group=data["group"], notes=data["notes"])
+                               group=data["group"], notes=data["notes"], priority=self.chosen_priority())

@@ -269,6 +269,9 @@ NODE_RENDEZVOUS_SECONDS = env_int("NODE_RENDEZVOUS_SECONDS", 300, minimum=5)
 # sweep), and the bytes their job folders may hold (0: no limit).
 JOB_QUOTA_ACTIVE = env_int("JOB_QUOTA_ACTIVE", 100, minimum=0)
 DISK_QUOTA_BYTES = env_int("DISK_QUOTA_BYTES", 0, minimum=0)
+# Devices of one class (GPUs, or CPU slots) a user's running jobs may hold at
+# once, unless staff set the user's own (jobs.models.DeviceLimit); 0: no limit.
+DEVICE_LIMIT_PER_USER = env_int("DEVICE_LIMIT_PER_USER", 0, minimum=0)
 # Live event streams a user may hold open at once in one web process.
 SSE_STREAMS_PER_USER = env_int("SSE_STREAMS_PER_USER", 20, minimum=1)
 # Classify one requests a user may have in flight at once in one web process:

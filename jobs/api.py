@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -9,8 +10,8 @@ from django.urls import reverse
 from trainer import jobfiles
 from web.api import ActionError, BadRequest, api, json_body
 
-from . import kinds, resources, serialize, services
-from .forms import JobEditForm
+from . import kinds, resources, serialize, services, sharing
+from .forms import DeviceLimitForm, JobEditForm, QueuePlaceForm
 from .logfile import tail_lines
 from .models import Job
 
@@ -21,7 +22,7 @@ MAX_JOB_ID = 2**63 - 1  # the largest a job's id (a BigAutoField) can be
 @api("GET", "POST")
 def jobs(request: HttpRequest) -> JsonResponse:
     if request.method == "GET":
-        return JsonResponse({"jobs": [serialize.job_summary(job) for job in services.filtered_jobs(request.GET.dict())]})
+        return JsonResponse({"jobs": serialize.job_summaries(services.filtered_jobs(request.GET.dict()))})
     data = json_body(request)
     name = data.pop("kind", None)
     kind = kinds.find(name) if isinstance(name, str) else None
@@ -81,6 +82,28 @@ def clone(request: HttpRequest, job_id: int) -> JsonResponse:
 def resume(request: HttpRequest, job_id: int) -> JsonResponse:
     found = get_object_or_404(Job, pk=job_id)
     return JsonResponse(serialize.job_detail(services.resume(found, request.user)), status=202)
+
+
+@api("POST")
+def queue_place(request: HttpRequest, job_id: int) -> JsonResponse:
+    """A pending job's priority, or (staff) a move to the front of its queue."""
+    found = get_object_or_404(Job, pk=job_id)
+    form = QueuePlaceForm(json_body(request))
+    if not form.is_valid():
+        raise BadRequest(form.errors.get_json_data())
+    sharing.change_place(found, request.user, form.cleaned_data["priority"], form.cleaned_data["front"])
+    return JsonResponse(serialize.job_detail(found))
+
+
+@api("POST")
+def device_limit(request: HttpRequest, username: str) -> JsonResponse:
+    """Staff: how many devices of a class the user may hold at once (null: the default)."""
+    target = get_object_or_404(User, username=username)
+    form = DeviceLimitForm(json_body(request))
+    if not form.is_valid():
+        raise BadRequest(form.errors.get_json_data())
+    sharing.set_limit(request.user, target, form.cleaned_data["limit"])
+    return JsonResponse({"user": target.username, "limit": sharing.limit_of(target)})
 
 
 @api("POST")

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from .models import Job
+from .models import Job, Priority
 
 
 class TextField(forms.CharField):
@@ -31,12 +31,19 @@ class JobFieldsForm(forms.Form):
 
 
 class DevicesField(forms.Form):
-    """Which devices a job asks for: CPU, the next N free GPUs, or given GPUs."""
+    """Which devices a job asks for (CPU, the next N free GPUs, or given GPUs), and its priority."""
 
     device = forms.ChoiceField(choices=[("cpu", "CPU"), ("gpu", "GPU")], initial="cpu", required=False)
     gpu_count = forms.IntegerField(min_value=1, max_value=64, initial=1, required=False, label="Number of GPUs")
     gpu_ids = forms.CharField(required=False, label="Specific GPUs",
                               help_text="Comma-separated indices, e.g. 0,2. Leave empty for the next free ones.")
+
+    priority = forms.ChoiceField(choices=Priority.choices, initial=Priority.NORMAL, required=False,
+                                 help_text="Which waiting jobs get devices first: high (given by staff), normal, "
+                                           "or low (waits while normal jobs wait).")
+
+    def chosen_priority(self) -> str:
+        return self.cleaned_data.get("priority") or Priority.NORMAL
 
     def clean_gpu_ids(self) -> list[int]:
         raw = self.cleaned_data.get("gpu_ids") or ""
@@ -62,3 +69,23 @@ class JobEditForm(forms.ModelForm):
         model = Job
         fields = ["name", "group", "notes"]
         widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
+
+
+class QueuePlaceForm(forms.Form):
+    """A pending job's place in the queue: its priority, or (staff) to the front."""
+
+    priority = forms.ChoiceField(choices=[("", "—"), *Priority.choices], required=False)
+    front = forms.BooleanField(required=False, label="Move to the front")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if not data.get("priority") and not data.get("front"):
+            raise forms.ValidationError("Give a priority, or front: true to move the job to the front.")
+        return data
+
+
+class DeviceLimitForm(forms.Form):
+    """How many devices of a class a user may hold at once; empty: the default."""
+
+    limit = forms.IntegerField(min_value=0, max_value=4096, required=False,
+                               help_text="0: no limit; empty: the default for every user.")

@@ -44,6 +44,14 @@ PENDING = (Status.QUEUED, Status.WAITING)
 ACTIVE = (Status.QUEUED, Status.WAITING, Status.RUNNING)
 
 
+class Priority(models.TextChoices):
+    """Which pending jobs get devices first (``queueorder``); only staff give ``high``."""
+
+    HIGH = "high", "High"
+    NORMAL = "normal", "Normal"
+    LOW = "low", "Low"
+
+
 class Job(models.Model):
     kind = models.CharField(max_length=40)
     name = models.CharField(max_length=200)
@@ -57,6 +65,9 @@ class Job(models.Model):
     progress = models.FloatField(default=0.0)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     queued_at = models.DateTimeField(default=timezone.now)
+    priority = models.CharField(max_length=6, choices=Priority.choices, default=Priority.NORMAL)
+    # When staff moved the job to the front of its queue (the latest move goes first).
+    front_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -164,14 +175,10 @@ class Job(models.Model):
             return None
         return elapsed * (1.0 - self.progress) / self.progress
 
-    def queue_position(self) -> int | None:
-        """1 for the next job to get devices of its class, None once running."""
-        if self.status not in PENDING:
-            return None
-        ahead = Job.objects.filter(
-            status__in=PENDING, resources__device=self.device_class, queued_at__lt=self.queued_at
-        ).count()
-        return ahead + 1
+    @property
+    def device_count(self) -> int:
+        """How many devices the job holds on each machine it runs on."""
+        return len(self.resources["ids"]) if "ids" in self.resources else int(self.resources.get("count", 1))
 
     def lost_dependency_notices(self) -> list[str]:
         """What the job's page says of each job it used that was deleted."""
@@ -245,3 +252,17 @@ class Worker(models.Model):
     def alive(cls) -> models.QuerySet[Worker]:
         cutoff = timezone.now() - timezone.timedelta(seconds=settings.WORKER_DEAD_AFTER_SECONDS)
         return cls.objects.filter(last_seen__gte=cutoff)
+
+
+class DeviceLimit(models.Model):
+    """How many devices of one class (GPUs, or CPU slots) a user may hold at
+    once, set by staff; a user without a row has ``DEVICE_LIMIT_PER_USER``.
+    0: no limit."""
+
+    user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="device_limit")
+    limit = models.PositiveIntegerField()
+
+    @classmethod
+    def of(cls, user_id: int) -> int:
+        row = cls.objects.filter(user_id=user_id).values_list("limit", flat=True).first()
+        return settings.DEVICE_LIMIT_PER_USER if row is None else row

@@ -13,7 +13,11 @@ SCHEMAS: dict[str, Any] = {
         "progress": {"type": "number"}, "created_at": {"type": "string", "format": "date-time"},
         "started_at": {"type": ["string", "null"]}, "finished_at": {"type": ["string", "null"]},
         "elapsed_seconds": {"type": ["number", "null"]}, "eta_seconds": {"type": ["number", "null"]},
-        "queue_position": {"type": ["integer", "null"]}, "url": {"type": "string"},
+        "priority": {"enum": ["high", "normal", "low"]},
+        "queue_position": {"type": ["integer", "null"], "description": "a pending job's place in the order its "
+                           "device class's jobs get devices (staff's moves, priority, fair share, age)"},
+        "waiting_reason": {"type": "string", "description": "why a pending job has not started yet"},
+        "url": {"type": "string"},
         "group_url": {"type": ["string", "null"],
                       "description": "the group page (the owner's group of that name), for a job in a group"},
         "sparkline": {"type": "array", "items": {"type": "number"},
@@ -81,6 +85,20 @@ PATHS: dict[str, Any] = {
     "/api/jobs/{job_id}/events": {"parameters": [JOB_ID], "get": operation(
         "The job's events: history, then live; resume with Last-Event-ID", {"200": SSE}, ("401", "404"))},
     "/api/events": {"get": operation("Status and progress of all jobs, live, and free devices", {"200": SSE})},
-    "/api/resources": {"get": operation("Workers, devices, who holds them, and the queue",
+    "/api/jobs/{job_id}/queue": {"parameters": [JOB_ID], "post": operation(
+        "Change a queued or waiting job's priority (the owner: normal or low; staff: any), or move it to the "
+        "front of its queue (staff)", {"200": json_answer(ref("Job"))}, ("400", "401", "403", "404", "409"),
+        requestBody=body({"type": "object", "properties": {
+            "priority": {"enum": ["high", "normal", "low"]}, "front": {"type": "boolean"}}}))},
+    "/api/users/{username}/device_limit": {
+        "parameters": [{"name": "username", "in": "path", "required": True, "schema": {"type": "string"}}],
+        "post": operation("Staff: how many devices of a class (GPUs, or CPU slots) the user may hold at once",
+                          {"200": json_answer({"type": "object", "properties": {
+                              "user": {"type": "string"}, "limit": {"type": "integer"}}})},
+                          ("400", "401", "403", "404"), requestBody=body({"type": "object", "properties": {
+                              "limit": {"type": ["integer", "null"], "minimum": 0, "maximum": 4096,
+                                        "description": "0: no limit; null: the default for every user"}}}))},
+    "/api/resources": {"get": operation("Workers, devices, who holds them, the queue in order with why each "
+                                        "job waits, and what each user holds and may hold",
                                         {"200": json_answer({"type": "object"})})},
 }

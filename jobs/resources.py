@@ -1,5 +1,6 @@
 """The resources snapshot: live workers, their devices, which job holds
-which device, and the queue of jobs waiting, in order. Read from the
+which device, the queue of jobs waiting, in the order they get devices
+(``queueorder``) and why each waits, and what each user holds and may hold. Read from the
 database, where workers report every few seconds and running jobs record
 the devices they hold."""
 
@@ -11,8 +12,8 @@ from typing import Any
 import redis
 from django.urls import reverse
 
-from . import leases
-from .models import PENDING, Job, JobNode, Status, Worker
+from . import leases, queueorder
+from .models import Job, JobNode, Status, Worker
 
 # What names a lease holder that is not a job (``register_holder``).
 HolderName = Callable[[str], dict[str, str] | None]
@@ -97,9 +98,10 @@ def snapshot() -> dict[str, Any]:
             "started_at": worker.started_at.isoformat(), "last_seen": worker.last_seen.isoformat(),
             "devices": devices, "disk": worker.disk,
         })
-    pending = Job.objects.filter(status__in=PENDING).select_related("owner").order_by("queued_at", "id")
     queue = [
-        {**_job_link(job), "status": job.status, "device": job.device_class, "resources": job.resources}
-        for job in pending
+        {**_job_link(place.job), "status": place.job.status, "device": place.job.device_class,
+         "resources": place.job.resources, "position": place.position, "priority": place.job.priority,
+         "front": place.job.front_at is not None, "reason": place.reason}
+        for device_class in queueorder.UNITS for place in queueorder.explained(device_class).places
     ]
-    return {"workers": workers, "counts": free_counts(), "queue": queue}
+    return {"workers": workers, "counts": free_counts(), "queue": queue, "users": queueorder.users_sharing()}

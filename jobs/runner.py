@@ -16,19 +16,18 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import timedelta
 from pathlib import Path
 
 import redis
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from trainer import diskspace, environment, eventkinds, eventlog, jobfiles
 from trainer.gpus import CUDA_NUMBERING
 
-from . import cputhreads, eventseek, kinds, leases, nodes, permissions, placement
+from . import cputhreads, eventseek, kinds, leases, nodes, permissions, placement, queueorder
 from .bus import Forwarder
 from .folderwatch import FolderWatch
 from .logfile import LogTail, tail_lines
@@ -48,9 +47,9 @@ PROCGROUP = Path(__file__).with_name("procgroup.py")
 WAIT_POLL_SECONDS = 0.2
 # How often a job waiting for devices looks for a machine that could start it now.
 PASS_ON_CHECK_SECONDS = 1.0
-# An older job still queued this recently is on its way to a worker (its
-# claim not yet written): a younger one waits for it (see _older_job_waiting).
-CLAIM_UNDER_WAY_SECONDS = 5.0
+# How long a queued job that comes before the jobs waiting here, and could
+# start here, may go unclaimed before one of them gives way to it (``give_way``).
+GIVE_WAY_AFTER_SECONDS = 1.0
 # How long, in heartbeats, node 0 of a failed job over several machines
 # waits for another node to say why (a node's worker one heartbeat less silent counts as dead).
 NODE_REPORT_HEARTBEATS = 3
@@ -82,25 +81,36 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
         return
     if not claim(job, worker):
         return  # a duplicated delivery, or aborted while queued
+    while job is not None:
+        job = run_claimed(job, worker)
+
+
+def run_claimed(job: Job, worker: WorkerInfo) -> Job | None:
+    """Wait for the claimed job's devices, run it and record its end. Returns
+    the job this thread took on in its place, when it gave way to one that
+    comes before it (``give_way``), else None."""
     if job.lost_dependencies:
         message = " ".join(job.lost_dependency_notices()) + " The job cannot run without it."
         job.transition(Status.FAILED, frm=[Status.WAITING], message=message, error=message)
-        return
+        return None
     if not still_permitted(job):  # revoked since it was queued
-        return
+        return None
     while (devices := wait_for_devices(job, worker)) is not None:
+        if isinstance(devices, Job):
+            return devices
         try:
             if still_permitted(job) and start(job, worker, devices):
                 process = launch_or_fail(job, devices)
                 if process:
                     nodes.open_nodes(job)
                     finish(job, *supervise(job, process))
-            return
+            return None
         except LeaseLost as exc:
             log.warning("job %s waits again: %s", job.pk, exc)
         finally:
             leases.release(worker.host, devices, job.pk)
             nodes.close_nodes(job, job.attempt)
+    return None
 
 
 def hand_back_jobs() -> None:
@@ -166,12 +176,14 @@ def start(job: Job, worker: WorkerInfo, devices: list[str]) -> bool:
                           started_at=timezone.now())
 
 
-def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | None:
-    """Block until the job's devices are leased; None if it left the queue
-    meanwhile (aborted), went on to a worker on another machine that can
-    start it sooner, or can never run here nor elsewhere (then it is failed)."""
+def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | Job | None:
+    """Block until the job's devices are leased, in its turn (``queueorder``);
+    None if it left the queue meanwhile (aborted), went on to a worker on
+    another machine that can start it sooner, or can never run here nor
+    elsewhere (then it is failed); another job when this one gave way to it."""
     candidates, count, problem = worker.candidates(job.resources)
     last_pass_on_check = 0.0
+    unclaimed: tuple[int, float] | None = None  # a queued job before this one, and since when it blocks it
     while True:
         job.refresh_from_db(fields=["status"])
         if job.status != Status.WAITING:
@@ -188,15 +200,62 @@ def wait_for_devices(job: Job, worker: WorkerInfo) -> list[str] | None:
             if problem:
                 job.transition(Status.FAILED, frm=[Status.WAITING], message=problem, error=problem)
                 return None
-        if not _older_job_waiting(job, worker):
+        order = queueorder.queue(job.device_class)
+        blocker = queueorder.first_blocker(order, job, worker)
+        if blocker is None and order.can_start(job):
             try:
                 taken = take_devices(job, worker, candidates, count)
+                if taken and not _still_first(job, worker):
+                    leases.release(worker.host, taken, job.pk)
+                    taken = None
             except redis.RedisError as exc:
                 log.warning("cannot lease devices for job %s yet: %s", job.pk, exc)
                 taken = None
             if taken:
                 return taken
+        if blocker is not None and blocker.job.status == Status.QUEUED:
+            if unclaimed is None or unclaimed[0] != blocker.job.pk:
+                unclaimed = (blocker.job.pk, now)
+            elif now - unclaimed[1] >= GIVE_WAY_AFTER_SECONDS and give_way(job, blocker.job, order, worker):
+                return blocker.job
+        else:
+            unclaimed = None
         time.sleep(WAIT_POLL_SECONDS)
+
+
+def _still_first(job: Job, worker: WorkerInfo) -> bool:
+    """Whether the job may keep the devices it just leased: the order is read
+    again after the lease, since a job that ended between the first reading
+    and the lease (its devices the ones leased) changed who comes first. A
+    job records its end before its devices are released, so this reading
+    sees every end that freed them."""
+    order = queueorder.queue(job.device_class)
+    return queueorder.first_blocker(order, job, worker) is None and order.can_start(job)
+
+
+def give_way(job: Job, other: Job, order: queueorder.Queue, worker: WorkerInfo) -> bool:
+    """A queued job that comes before the jobs waiting here, and could start
+    here now, has found no thread to claim it for ``GIVE_WAY_AFTER_SECONDS``:
+    every thread of the worker holds a waiting job (or its message is far
+    back in the broker, or lost). The last of them in the order goes back to
+    the queue, and its thread claims the other. Returns whether it did."""
+    last = queueorder.last_waiting_here(order, worker)
+    if last is None or last.pk != job.pk or not _could_start_here(other, worker) or not claim(other, worker):
+        return False
+    message = (f"Back in the queue: {other.owner.username}'s job “{other.name}” (#{other.pk}) comes first, "
+               f"and no other thread of worker {worker.host} was free to take it")
+    if job.transition(Status.QUEUED, frm=[Status.WAITING], message=message, expect={"worker": worker.id},
+                      worker="", attempt=F("attempt") - 1):
+        enqueue(job)
+    log.info("job %s gives way to job %s", job.pk, other.pk)
+    return True
+
+
+def _could_start_here(job: Job, worker: WorkerInfo) -> bool:
+    try:
+        return placement.can_start_now(worker, job.resources)
+    except redis.RedisError:
+        return False
 
 
 def _better_worker(job: Job, worker: WorkerInfo) -> WorkerInfo | None:
@@ -223,17 +282,6 @@ def take_devices(job: Job, worker: WorkerInfo, candidates: list[str], count: int
     (restarted without its data, or the lease expired under a late heartbeat)."""
     busy = placement.devices_in_use(worker.host)
     return leases.acquire(worker.host, [d for d in candidates if d not in busy], count, job.pk)
-
-
-def _older_job_waiting(job: Job, worker: WorkerInfo) -> bool:
-    """Jobs get devices first come, first served among those waiting here,
-    and after the older jobs queued in the last ``CLAIM_UNDER_WAY_SECONDS``,
-    whose claim (by this worker or another) may not be written yet: two jobs
-    submitted together (a sweep) were claimed by two of the worker's threads
-    in either order, and on a loaded machine the younger one ran first."""
-    older = Job.objects.filter(resources__device=job.device_class, queued_at__lt=job.queued_at)
-    under_way = timezone.now() - timedelta(seconds=CLAIM_UNDER_WAY_SECONDS)
-    return older.filter(Q(status=Status.WAITING, worker=worker.id) | Q(status=Status.QUEUED, queued_at__gte=under_way)).exists()
 
 
 def launch(job: Job, devices: list[str], rank: int = 0) -> subprocess.Popen:

@@ -3,21 +3,38 @@ streams and the templates' data attributes."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.urls import reverse
 
-from . import groups, kinds, services
-from .models import Job, JobNode, JobTransition
+from . import groups, kinds, queueorder, services
+from .models import PENDING, Job, JobNode, JobTransition
 
 
 def _iso(value: Any) -> str | None:
     return value.isoformat() if value else None
 
 
-def job_summary(job: Job) -> dict[str, Any]:
-    """The fields every job has, then what its kind adds (``JobKind.sparkline``, ``summary_extra``)."""
+def places_of(jobs: Iterable[Job]) -> dict[int, queueorder.Place]:
+    """The places in the queue of the pending ones among ``jobs``, each class's order laid out once."""
+    places = {}
+    for device_class in {job.device_class for job in jobs if job.status in PENDING}:
+        places.update({place.job.pk: place for place in queueorder.explained(device_class).places})
+    return places
+
+
+def job_summaries(jobs: Iterable[Job]) -> list[dict[str, Any]]:
+    jobs = list(jobs)
+    places = places_of(jobs)
+    return [job_summary(job, places) for job in jobs]
+
+
+def job_summary(job: Job, places: dict[int, queueorder.Place] | None = None) -> dict[str, Any]:
+    """The fields every job has, then what its kind adds (``JobKind.sparkline``, ``summary_extra``).
+    ``places``: the queue's places (``places_of``) of a list the job is in."""
     kind = kinds.find(job.kind)
+    place = (places_of([job]) if places is None else places).get(job.pk)
     return {
         "id": job.pk,
         "kind": job.kind,
@@ -35,7 +52,9 @@ def job_summary(job: Job) -> dict[str, Any]:
         # The pages add the current run's time to it as it goes (since ``started_at``).
         "ended_runs_seconds": job.ended_runs_seconds(),
         "eta_seconds": job.eta_seconds(),
-        "queue_position": job.queue_position(),
+        "priority": job.priority,
+        "queue_position": place.position if place else None,
+        "waiting_reason": place.reason if place else "",
         "url": reverse("job", args=[job.pk]),
         "group_url": groups.page_url(job.owner.username, job.group),
         **({"sparkline": kind.sparkline.values(job)} if kind and kind.sparkline else {}),

@@ -16,8 +16,8 @@ from django.utils import timezone
 from trainer import eventkinds
 from web.api import ActionError
 
-from . import bus, jobpaths, kinds, permissions, quotas
-from .models import ACTIVE, PENDING, Job, JobTransition, Status
+from . import bus, jobpaths, kinds, permissions, quotas, sharing
+from .models import ACTIVE, PENDING, Job, JobTransition, Priority, Status
 from .publish import publish
 from .queue import enqueue
 
@@ -28,16 +28,19 @@ def require_change(job: Job, user: User) -> None:
 
 
 def submit(owner: User, kind: str, name: str, params: dict[str, Any], resources: dict[str, Any],
-           group: str = "", notes: str = "", prepare: Callable[[Job], None] | None = None) -> Job:
+           group: str = "", notes: str = "", prepare: Callable[[Job], None] | None = None,
+           priority: str = Priority.NORMAL) -> Job:
     """Create and queue a job. ``prepare(job)`` may put files into the job's
     folder (an upload, say) before it is queued."""
     kinds.get(kind)  # an unknown kind is a programming error, not a user's
     refuse_without_permission(owner, kind, params)
+    sharing.refuse_priority(owner, priority)
+    sharing.refuse_over_limit(owner, resources)
     params = permissions.vouched(owner, kind, params)
     with transaction.atomic():
         refuse_over_quota(owner)
         job = Job.objects.create(kind=kind, name=name, group=group, notes=notes, owner=owner,
-                                 params=params, resources=resources)
+                                 params=params, resources=resources, priority=priority)
         # A new job starts with an empty folder, even where a rolled-back
         # transaction once handed out the same id and left files behind.
         shutil.rmtree(job.folder, ignore_errors=True)
@@ -119,10 +122,12 @@ def resume(job: Job, user: User) -> Job:
     refuse_if_lost_dependencies(job, "resumed")
     refuse_without_permission(job.owner, job.kind, job.params)
     refuse_over_quota(job.owner)
+    sharing.refuse_over_limit(job.owner, job.resources)
     # A resumed job gets a fresh count of attempts: the ones before ended it.
     if not job.transition(Status.QUEUED, frm=[Status.ABORTED, Status.FAILED],
                           message=f"Resumed by {user.username} from its last checkpoint",
-                          finished_at=None, abort_requested=False, error="", queued_at=timezone.now(), attempt=0):
+                          finished_at=None, abort_requested=False, error="", queued_at=timezone.now(), attempt=0,
+                          front_at=None):
         raise ActionError("The job changed meanwhile; reload the page.")
     transaction.on_commit(lambda: enqueue(job))
     return job
@@ -152,7 +157,8 @@ def clone(job: Job, user: User) -> Job:
         Job.objects.filter(pk=copy.pk).update(params=copy.params)
 
     return submit(user, job.kind, f"{job.name} (clone)", dict(job.params), dict(job.resources),
-                  group=job.group, notes=job.notes, prepare=take_files if files else None)
+                  group=job.group, notes=job.notes, prepare=take_files if files else None,
+                  priority=sharing.priority_for_copy(user, job.priority))
 
 
 def delete(job: Job, user: User) -> None:

@@ -14,6 +14,8 @@ urlpatterns = [
     path("jobs/<int:job_id>/delete", views.delete, name="job-delete"),
     path("jobs/<int:job_id>/resume", views.resume, name="job-resume"),
     path("jobs/<int:job_id>/edit", views.edit, name="job-edit"),
+    path("jobs/<int:job_id>/queue", views.queue_place, name="job-queue"),
+    path("resources/limits", views.device_limit, name="device-limit"),
 ]
 
 api_urlpatterns = [
@@ -25,6 +27,8 @@ api_urlpatterns = [
     path("jobs/<int:job_id>/clone", api.clone, name="api-job-clone"),
     path("jobs/<int:job_id>/resume", api.resume, name="api-job-resume"),
     path("jobs/<int:job_id>/log", api.log, name="api-job-log"),
+    path("jobs/<int:job_id>/queue", api.queue_place, name="api-job-queue"),
+    path("users/<str:username>/device_limit", api.device_limit, name="api-device-limit"),
     path("jobs/<int:job_id>/events", views.job_events, name="api-job-events"),
     path("events", views.jobs_events, name="api-events"),
     path("resources", api.resources_view, name="api-resources"),

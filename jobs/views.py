@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.db.models import prefetch_related_objects
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -16,10 +17,10 @@ from trainer import jobfiles
 from trainer.tasks import UnknownTask
 from web.api import ActionError, error, whole_number
 
-from . import bus, eventseek, feeds, kinds, resources, serialize, services, sse, streamslots
-from .forms import JobEditForm
+from . import bus, eventseek, feeds, kinds, resources, serialize, services, sharing, sse, streamslots
+from .forms import DeviceLimitForm, JobEditForm, QueuePlaceForm
 from .logfile import tail_lines
-from .models import Job
+from .models import Job, Priority
 
 MAX_SEQ = 2**63 - 1
 """The largest event ``seq`` a stream takes from Last-Event-ID; anything else starts from the first event."""
@@ -41,7 +42,7 @@ def _tabs() -> list[dict]:
     and the count of those it counts."""
     tabs = []
     for category in kinds.categories():
-        jobs = [serialize.job_summary(job) for job in services.filtered_jobs({"category": category.name})]
+        jobs = serialize.job_summaries(services.filtered_jobs({"category": category.name}))
         tabs.append({"id": category.name, "label": category.label, "group_link": category.group_link,
                      "counted": list(category.counted), "jobs": jobs,
                      "count": sum(category.counts(job["kind"]) for job in jobs)})
@@ -85,6 +86,8 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
         # the file) carries its transition's id, and the page skips it.
         "status_history": job.history(),
         "edit_form": JobEditForm(instance=job),
+        "priority_choices": [(value, label) for value, label in Priority.choices
+                             if value != Priority.HIGH or request.user.is_staff],
         "settings_table": kinds.settings_table(job),
         "settings_json": kinds.public_params(job),
     }
@@ -99,8 +102,55 @@ def job_page(request: HttpRequest, job_id: int) -> HttpResponse:
 
 
 @login_required
-def resources_page(request: HttpRequest) -> HttpResponse:
-    return render(request, "jobs/resources.html", {"snapshot": resources.snapshot()})
+def resources_page(request: HttpRequest, status: int = 200) -> HttpResponse:
+    return render(request, "jobs/resources.html", {"snapshot": resources.snapshot(),
+                                                   "default_limit": settings.DEVICE_LIMIT_PER_USER}, status=status)
+
+
+def _form_problems(form) -> str:
+    return "; ".join(" ".join(v) if k == "__all__" else f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+
+
+@login_required
+@require_POST
+def queue_place(request: HttpRequest, job_id: int) -> HttpResponse:
+    """The job page's priority form, and the Resources page's priority and
+    Move to front (staff); each goes back to the page it came from."""
+    job = get_object_or_404(Job, pk=job_id)
+    from_resources = request.POST.get("back") == "resources"
+    form = QueuePlaceForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ActionError(f"Not changed: {_form_problems(form)}", status=400)
+        sharing.change_place(job, request.user, form.cleaned_data["priority"], form.cleaned_data["front"])
+    except ActionError as exc:
+        if from_resources:
+            messages.error(request, exc.message)
+            return resources_page(request, status=exc.status)
+        return _refused(request, job_id, exc)
+    done = "moved to the front" if form.cleaned_data["front"] else f"priority {job.get_priority_display().lower()}"
+    messages.success(request, f"“{job.name}”: {done}.")
+    return redirect("resources") if from_resources else redirect("job", job_id)
+
+
+@login_required
+@require_POST
+def device_limit(request: HttpRequest) -> HttpResponse:
+    """Staff set how many devices a user may hold at once, on the Resources page."""
+    form = DeviceLimitForm(request.POST)
+    try:
+        target = User.objects.filter(username=request.POST.get("username", "")).first()
+        if target is None:
+            raise ActionError(f"There is no user “{request.POST.get('username', '')}”.", status=404)
+        if not form.is_valid():
+            raise ActionError(f"Not saved: {_form_problems(form)}", status=400)
+        sharing.set_limit(request.user, target, form.cleaned_data["limit"])
+    except ActionError as exc:
+        messages.error(request, exc.message)
+        return resources_page(request, status=exc.status)
+    limit = sharing.limit_of(target)
+    messages.success(request, f"{target.username} may now hold {limit or 'any number of'} devices of a kind at once.")
+    return redirect("resources")
 
 
 def _refused(request: HttpRequest, job_id: int, exc: ActionError) -> HttpResponse:

@@ -34,6 +34,7 @@ LOG = "log"            # {lines}: the process's new output lines
 SILENCE = "silence"    # {since, limit_seconds}: the process stopped responding (since: None when it speaks again)
 ABORT = "abort"        # {by}: a user asked for the job to stop
 RESTART = "restart"    # {by}: a user had the silent job killed and queued again
+QUEUE = "queue"        # {by, priority, message}: a user changed the job's priority or place in the queue
 DEPENDENCY_DELETED = "dependency_deleted"  # {id, label, name, by, message}: a job this one used was deleted
 
 # Kinds of which only the newest event matters.

@@ -220,8 +220,9 @@ def group_data(owner: str, group: str, points: int = GROUP_POINTS) -> dict[str, 
     task = _compared_task(models)
     headline = task.headline
     rows = []
+    places = serialize.places_of(jobs)
     for job in jobs:
-        row = serialize.job_summary(job)
+        row = serialize.job_summary(job, places)
         if modeljobs.is_model(job):
             params = job.params
             network = params.get("network") or {}

@@ -91,4 +91,4 @@ def compare(request: HttpRequest, owner: str, group: str) -> JsonResponse:
                                            form.cleaned_data["score_threshold"])
     except trained.Unusable as exc:
         raise BadRequest({"group": [str(exc)]}) from None
-    return JsonResponse({"jobs": [serialize.job_summary(job) for job in queued], "skipped": skipped}, status=201)
+    return JsonResponse({"jobs": serialize.job_summaries(queued), "skipped": skipped}, status=201)

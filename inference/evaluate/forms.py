@@ -178,6 +178,7 @@ class EvaluationForm(JobFieldsForm, DevicesField):
                                           ("upload/archive", data["archive"])})
 
         return services.submit(owner, data["model_job"], source, name=data["name"], snapshot=data["snapshot"],
-                               top_n=data["top_n"], resources=self.resources(), group=data["group"],
+                               top_n=data["top_n"], resources=self.resources(), priority=self.chosen_priority(),
+                               group=data["group"],
                                notes=data["notes"], prepare=None if source["type"] in ("split", "folder") else store_input,
                                report_options=services.report_options(data["model_job"], data["score_threshold"]))

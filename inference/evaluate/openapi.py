@@ -31,7 +31,8 @@ NEW_EVALUATION = {"type": "object", "required": ["model", "source"], "properties
     "score_threshold": SCORE_THRESHOLD,
     "top_n": {"type": "integer", "minimum": 1, "maximum": 100, "default": 5},
     "name": {"type": "string"}, "group": {"type": "string"}, "notes": {"type": "string"},
-    "device": {"enum": ["cpu", "gpu"]}}}
+    "device": {"enum": ["cpu", "gpu"]},
+    "priority": {"enum": ["high", "normal", "low"], "description": "high is given by staff"}}}
 EVAL_REPORT = {"type": "object", "properties": {
     "id": {"type": "integer"}, "status": {"type": "string"}, "model": {"type": ["integer", "null"]},
     "note": {"type": "string"},

@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from django.urls import reverse
 
 from jobs import services
-from jobs.models import ACTIVE, Job
+from jobs.models import ACTIVE, Job, Priority
 from jobs.permissions import network_refusal
 from trainer import jobfiles
 from trainer.tasks import UnknownTask, task_of
@@ -108,7 +108,7 @@ def params(model: Job, source: dict[str, Any], snapshot: str = "", top_n: int = 
 
 def submit(owner: User, model: Job, source: dict[str, Any], *, name: str = "", snapshot: str = "",
            top_n: int = TOP_N, resources: dict[str, Any] | None = None, group: str = "", notes: str = "",
-           prepare: Callable[[Job], None] | None = None, **extra: Any) -> Job:
+           prepare: Callable[[Job], None] | None = None, priority: str = Priority.NORMAL, **extra: Any) -> Job:
     """Queue an evaluation of ``model`` (checked: ``trained.Unusable``
     otherwise); anyone signed in may evaluate any model, the job is theirs."""
     note = check(model, snapshot)
@@ -118,7 +118,8 @@ def submit(owner: User, model: Job, source: dict[str, Any], *, name: str = "", s
         check_split(model, source["split"])
     return services.submit(owner, KIND, name or f"Evaluation of {model.name}",
                            params(model, source, snapshot, top_n, note=note, **extra),
-                           resources or resources_like(model), group=group, notes=notes, prepare=prepare)
+                           resources or resources_like(model), group=group, notes=notes, prepare=prepare,
+                           priority=priority)
 
 
 def evaluate(owner: User, model: Job, split: str, snapshot: str = "", score_threshold: float | None = None) -> Job:

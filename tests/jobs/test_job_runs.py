@@ -13,7 +13,7 @@ from django.conf import settings
 from django.test import Client
 from django.utils import timezone
 
-from jobs import runner, services
+from jobs import queueorder, reconcile, runner, services
 from jobs.models import Job, Status, Worker
 from jobs.queue import enqueue
 from tests.clients import signed_in
@@ -100,17 +100,24 @@ def test_two_jobs_for_one_slot_run_one_after_the_other(alice, worker):
 
 
 @pytest.mark.parametrize("queued_seconds_ago", [1.0, 60.0], ids=["moments-ago", "long-ago"])
-def test_a_younger_job_waits_only_for_an_older_job_queued_moments_ago(alice, worker, queued_seconds_ago):
-    """An older job still queued (here one whose message no worker will
-    get) holds a younger one back while its claim may be under way, for
-    ``CLAIM_UNDER_WAY_SECONDS`` after it was queued, and not after that."""
+def test_a_queued_job_no_thread_took_is_run_first_by_the_thread_of_the_job_behind_it(alice, worker, queued_seconds_ago):
+    """A job queued before another (here one whose message no worker will
+    ever get) comes first in the order: the younger job waits for it, and
+    after ``GIVE_WAY_AFTER_SECONDS`` its thread takes the older one on and
+    the younger goes back to the queue. One queued long ago may instead be
+    sent again by the reconciler (``requeue_forgotten``) and claimed by
+    another thread first: either way it runs first."""
     lost = Job.objects.create(kind="sleep", name="lost", owner=alice, params={"steps": 1, "step_seconds": 0.1},
                               resources={"device": "cpu", "count": 1},
                               queued_at=timezone.now() - timedelta(seconds=queued_seconds_ago))
     younger = wait_status(submit_sleep(alice, steps=1, name="younger"), Status.DONE, timeout=60)
-    if queued_seconds_ago < runner.CLAIM_UNDER_WAY_SECONDS:
-        assert younger.started_at >= lost.queued_at + timedelta(seconds=runner.CLAIM_UNDER_WAY_SECONDS)
-        assert "waiting" in history(younger)
+    lost = wait_status(lost, Status.DONE, timeout=30)
+    assert lost.finished_at <= younger.started_at
+    assert younger.attempt == 1 and lost.attempt == 1
+    if queued_seconds_ago < reconcile.FORGOTTEN_AFTER.total_seconds():
+        assert history(younger)[:3] == ["queued", "waiting", "queued"]
+        gave_way = younger.transitions.filter(status=Status.QUEUED).order_by("at").last()
+        assert gave_way.message.startswith("Back in the queue: alice's job “lost”")
 
 
 def test_a_waiting_job_shows_its_place_in_the_queue(alice, worker):
@@ -118,7 +125,10 @@ def test_a_waiting_job_shows_its_place_in_the_queue(alice, worker):
     jobs = [submit_sleep(alice, steps=600, step_seconds=0.1, name=f"j{i}") for i in range(3)]
     wait_status(jobs[0], Status.RUNNING)
     waiting = [wait_status(job, Status.WAITING) for job in jobs[1:]]
-    assert [job.queue_position() for job in waiting] == [1, 2]
+    places = [queueorder.of_job(job) for job in waiting]
+    assert [place.position for place in places] == [1, 2]
+    assert [place.reason for place in places] == [
+        "Next in line, for the first CPU slot to come free (all 1 are in use).", "Behind one of alice's jobs."]
     for job in jobs:
         services.abort(job, alice)
 

@@ -114,4 +114,4 @@ class NewModelForm(NetworkFields, StoppingFields, PrecisionFields, AugmentationF
         group = sweeps.group_name(data["name"], data["group"], len(runs))
         with transaction.atomic():
             return [job_services.submit(owner, MODEL_KIND, run.name, run.params, self.resources(), group=group,
-                                        notes=data["notes"]) for run in runs]
+                                        notes=data["notes"], priority=self.chosen_priority()) for run in runs]

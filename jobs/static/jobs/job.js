@@ -1,6 +1,6 @@
 // Job page: status, history, progress with time left and log, live; each
 // kind's section (its own template and script) shows the rest.
-import { on } from "../js/live.js";
+import { api, on } from "../js/live.js";
 import { duration, elapsed, el, isTerminal, progressBar, statusLabel } from "../js/format.js";
 
 const job = JSON.parse(document.getElementById("job-data").textContent);
@@ -21,10 +21,38 @@ function showStatus() {
   for (const form of document.querySelectorAll("[data-show-when]")) {
     form.hidden = !form.dataset.showWhen.split(" ").includes(job.status);
   }
-  if (job.status !== "queued" && job.status !== "waiting") document.getElementById("queue").textContent = "";
+  if (!pending()) {
+    document.getElementById("queue").textContent = "";
+    document.getElementById("waiting-reason").textContent = "";
+  }
   if (isTerminal(job.status)) document.getElementById("abort-note").hidden = true;
   document.getElementById("silence-note").hidden = !(job.status === "running" && job.silent_since);
 }
+
+function pending() {
+  return job.status === "queued" || job.status === "waiting";
+}
+
+// A waiting job's place moves as other jobs start, end or change priority:
+// it is read again every few seconds while the job waits.
+const PLACE_SECONDS = 3;
+
+async function showPlace() {
+  if (!pending()) return;
+  const now = await api("GET", `/api/jobs/${job.id}`);
+  if (!pending()) return;
+  document.getElementById("queue").textContent = now.queue_position
+    ? `#${now.queue_position} in the queue for a ${(now.resources.device || "cpu").toUpperCase()} device` : "";
+  document.getElementById("waiting-reason").textContent = now.waiting_reason;
+  document.getElementById("priority").textContent = now.priority;
+}
+
+setInterval(() => showPlace().catch(() => {}), PLACE_SECONDS * 1000);
+
+on("queue", (event) => {
+  document.getElementById("priority").textContent = event.data.priority;
+  showPlace().catch(() => {});
+});
 
 on("status", (event) => {
   const { status, message } = event.data;

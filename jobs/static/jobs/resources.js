@@ -1,5 +1,6 @@
-// Resources page: workers with their devices and holders, and the queue, live.
-import { on } from "../js/live.js";
+// Resources page: workers with their devices and holders, the queue in the
+// order it is served with why each job waits, and what each user holds, live.
+import { csrfToken, on } from "../js/live.js";
 import { el } from "../js/format.js";
 
 const GiB = 1024 ** 3;
@@ -31,6 +32,39 @@ function needs(resources) {
   return resources.nodes ? `${resources.nodes} nodes × ${each}` : each;
 }
 
+const queueTable = document.getElementById("queue-table");
+const staff = queueTable.dataset.staff === "true";
+const PRIORITIES = ["high", "normal", "low"];
+
+// A form posting to the job's queue address, back to this page.
+function queueForm(job, fields, button) {
+  return el("form", { method: "post", action: queueTable.dataset.action.replace("/0/", `/${job.id}/`), class: "inline" },
+    el("input", { type: "hidden", name: "csrfmiddlewaretoken", value: csrfToken() }),
+    el("input", { type: "hidden", name: "back", value: "resources" }), ...fields, button);
+}
+
+function staffControls(job) {
+  const select = el("select", { name: "priority", "aria-label": `Priority of ${job.name}` },
+    ...PRIORITIES.map((p) => el("option", { value: p, selected: p === job.priority }, p)));
+  return el("td", {},
+    queueForm(job, [select], el("button", { class: "link" }, "Set")),
+    " ", queueForm(job, [el("input", { type: "hidden", name: "front", value: "on" })],
+      el("button", { class: "link" }, "Move to front")));
+}
+
+function queueRow(job) {
+  return el("tr", { dataset: { job: job.id } },
+    el("td", {}, job.position), el("td", {}, el("a", { href: job.url }, job.name)), el("td", {}, job.owner),
+    el("td", { class: "priority" }, job.front ? `${job.priority}, moved to the front` : job.priority),
+    el("td", {}, job.status), el("td", {}, needs(job.resources)), el("td", { class: "reason" }, job.reason),
+    staff ? staffControls(job) : null);
+}
+
+function userRow(row) {
+  return el("tr", {}, el("td", {}, row.user), el("td", {}, row.held.gpu), el("td", {}, row.held.cpu),
+    el("td", {}, row.waiting), el("td", {}, row.limit ? `${row.limit}${row.own_limit ? "" : " (default)"}` : "none"));
+}
+
 function render(snapshot) {
   const workers = document.getElementById("workers");
   workers.replaceChildren(...snapshot.workers.map((worker) => el("section", { class: "card worker" },
@@ -39,9 +73,11 @@ function render(snapshot) {
       el("thead", {}, el("tr", {}, ...["Device", "Name", "Memory", "Utilisation", "Temperature", "Held by"].map((h) => el("th", {}, h)))),
       el("tbody", {}, ...worker.devices.map(deviceRow))))));
   if (!snapshot.workers.length) workers.append(el("p", { class: "flash error" }, "No worker is up: queued jobs wait until one starts."));
-  document.querySelector("#queue-table tbody").replaceChildren(...(snapshot.queue.length ? snapshot.queue.map((job, i) => el("tr", {},
-    el("td", {}, i + 1), el("td", {}, el("a", { href: job.url }, job.name)), el("td", {}, job.owner),
-    el("td", {}, job.status), el("td", {}, needs(job.resources)))) : [el("tr", {}, el("td", { colspan: 5 }, "Nothing is waiting."))]));
+  const columns = staff ? 8 : 7;
+  queueTable.querySelector("tbody").replaceChildren(...(snapshot.queue.length ? snapshot.queue.map(queueRow)
+    : [el("tr", {}, el("td", { colspan: columns }, "Nothing is waiting."))]));
+  document.querySelector("#users-table tbody").replaceChildren(...(snapshot.users.length ? snapshot.users.map(userRow)
+    : [el("tr", {}, el("td", { colspan: 5 }, "No one holds or waits for a device."))]));
 }
 
 on("resources", render);

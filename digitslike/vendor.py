@@ -1,28 +1,26 @@
-"""Browser libraries served from their installed Python packages, so that
-pages need no CDN and the version is the one pinned in requirements.txt."""
+"""Browser libraries served by the app itself, so that pages need no CDN.
 
-from importlib.util import find_spec
+Plotly.js is the "strict" build of the version the pinned ``plotly`` package
+ships (``digitslike/vendor/plotly-strict.min.js``, from plotly.js's own
+``plotly.js-strict-dist-min`` release, MIT, its licence beside it): the
+package's ordinary build compiles its WebGL shaders' code at run time
+(``new Function``), which the site's Content-Security-Policy refuses
+(no ``unsafe-eval``), so parallel coordinates and ``scattergl`` charts drew
+"WebGL is not supported by your browser" instead. The strict build is the
+same library without code made at run time. ``tests/digitslike`` checks that
+its version is the one the installed package ships."""
+
 from pathlib import Path
 
-from django.core.exceptions import ImproperlyConfigured
 from django.http import FileResponse, HttpRequest
 
 from web.files import streamed_asynchronously
 
 WEEK_SECONDS = 7 * 24 * 3600
-
-
-def _package_file(package: str, *parts: str) -> Path:
-    """A file shipped inside an installed package, found without importing it
-    (importing plotly takes a sizeable fraction of a second)."""
-    spec = find_spec(package)
-    if spec is None or spec.origin is None:
-        raise ImproperlyConfigured(f"{package} is not installed: see requirements.txt")
-    return Path(spec.origin).parent.joinpath(*parts)
+PLOTLY_STRICT = Path(__file__).with_name("vendor") / "plotly-strict.min.js"
 
 
 def plotly_js(request: HttpRequest) -> FileResponse:
-    path = _package_file("plotly", "package_data", "plotly.min.js")
-    response = streamed_asynchronously(request, FileResponse(open(path, "rb"), content_type="text/javascript"))
+    response = streamed_asynchronously(request, FileResponse(open(PLOTLY_STRICT, "rb"), content_type="text/javascript"))
     response["Cache-Control"] = f"public, max-age={WEEK_SECONDS}"
     return response

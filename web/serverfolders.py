@@ -39,6 +39,8 @@ def shown(path: str | Path) -> str:
     """``path`` as users name it (``imports/cats``) when it is a root or below
     one; any other text unchanged."""
     text = str(path)
+    if not text.startswith("/"):  # the roots are absolute: spare the resolving of them
+        return text
     for label, root in sorted(labelled_roots().items(), key=lambda item: -len(str(item[1]))):
         if text == str(root):
             return label

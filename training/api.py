@@ -1,5 +1,6 @@
 """The JSON API of model training: creating models, the learning rate
-preview, a run's metrics, profiling requests and a group's runs."""
+preview, a run's metrics, profiling requests, a group's runs and any
+models compared."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from trainer import jobfiles
 from trainer.tasks import task_of
 from web.api import BadRequest, api, json_body
 
-from . import modeljobs, series, services
+from . import compare, modeljobs, series, services
 from .forms import NewModelForm
 from .jsondata import api_data
 from .views import preview
@@ -56,3 +57,19 @@ def group(request: HttpRequest, owner: str, group: str) -> JsonResponse:
     except ValueError as exc:
         raise BadRequest({"points": [str(exc)]}) from None
     return JsonResponse(services.group_data(owner, group, points))
+
+
+@api("GET")
+def compare_runs(request: HttpRequest) -> JsonResponse:
+    """The selected models side by side (``compare.compare_data``); ``points``
+    sets the points of each curve, else each run gets its share of a budget;
+    ``curves`` the metrics whose curves come (comma-separated; all without it)."""
+    try:
+        selection = compare.Selection.from_query(request.GET.dict())
+        points = series.clamp_points(request.GET["points"]) if request.GET.get("points") else None
+        curves = request.GET.get("curves")
+        return JsonResponse(compare.compare_data(selection, points, curves.split(",") if curves else None))
+    except compare.SelectionError as exc:
+        raise BadRequest({"selection": [str(exc)]}) from None
+    except ValueError as exc:
+        raise BadRequest({"points": [str(exc)]}) from None

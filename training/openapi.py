@@ -136,6 +136,34 @@ PATHS: dict[str, Any] = {
         "get": operation("A group's jobs with their settings, best metrics and validation curves",
                          {"200": json_answer({"type": "object"})}, ("400", "401", "404"),
                          parameters=[{"name": "points", "in": "query", "schema": {"type": "integer", "default": 500}}])},
+    "/api/compare": {"get": operation(
+        "Models side by side: each run's settings (flattened, those that differ first), final and best metrics and "
+        "curves downsampled on the server (min and max per bucket); ids, group and the filter select together",
+        {"200": json_answer({"type": "object", "properties": {
+            "count": {"type": "integer"}, "url": {"type": "string", "description": "the Compare page of this selection"},
+            "api": {"type": "string", "description": "this answer's address"},
+            "curves": {"type": ["array", "null"], "items": {"type": "string"},
+                       "description": "the metrics whose curves the runs carry; null: all"},
+            "points": {"type": "integer", "description": "points per curve"},
+            "settings": {"type": "array", "items": {"type": "object", "properties": {
+                "key": {"type": "string"}, "differs": {"type": "boolean"}, "numeric": {"type": "boolean"},
+                "log": {"type": "boolean", "description": "values spanning 100× or more"}}}},
+            "metrics": {"type": "array", "items": {"type": "object", "properties": {
+                "key": {"type": "string"}, "label": {"type": "string"}, "higher": {"type": "boolean"}}}},
+            "runs": {"type": "array", "items": {"type": "object", "properties": {
+                "id": {"type": "integer"}, "name": {"type": "string"},
+                "label": {"type": "string", "description": "what differs, e.g. lr 0.01, batch_size 128"},
+                "settings": {"type": "object"}, "final": {"type": "object"}, "best": {"type": "object"},
+                "curves": {"type": "object", "description": "metric -> [[epoch, value], ...]"}}}}}})},
+        ("400", "401"), parameters=[
+            {"name": "ids", "in": "query", "schema": {"type": "string"}, "description": "job numbers, comma-separated"},
+            {"name": "group", "in": "query", "schema": {"type": "string"}, "description": "owner/group"},
+            {"name": "q", "in": "query", "schema": {"type": "string"}, "description": "text in name, group, owner"},
+            {"name": "status", "in": "query", "schema": {"type": "string"}, "description": "comma-separated statuses"},
+            {"name": "points", "in": "query", "schema": {"type": "integer", "maximum": 10000},
+             "description": "points per curve (default: a share of 40,000 per metric, 20 to 500)"},
+            {"name": "curves", "in": "query", "schema": {"type": "string"},
+             "description": "the metrics whose curves to give, comma-separated (default: all)"}])},
     "/api/models": {"post": operation(
         "Create a model: the New model form's fields; several learning rates or batch sizes make one job "
         "each, in one group", {"201": json_answer({"type": "object", "properties": {

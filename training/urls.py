@@ -12,6 +12,7 @@ urlpatterns = [
     path("jobs/<int:job_id>/files/<path:relative>", views.job_file, name="job-file"),
     path("jobs/<int:job_id>/profile", views.profile, name="job-profile"),
     path("groups/<str:owner>/<path:group>/", views.group_page, name="group"),
+    path("compare/", views.compare_page, name="compare"),
 ]
 
 api_urlpatterns = [
@@ -20,4 +21,5 @@ api_urlpatterns = [
     path("jobs/<int:job_id>/metrics", api.metrics, name="api-job-metrics"),
     path("jobs/<int:job_id>/profile", api.profile, name="api-job-profile"),
     path("groups/<str:owner>/<path:group>", api.group, name="api-group"),
+    path("compare", api.compare_runs, name="api-compare"),
 ]

@@ -27,7 +27,7 @@ from trainer.tasks.base import RUN_OPTIONS
 from web.api import BadRequest, bad_request_message, error, json_body
 from web.files import streamed_asynchronously
 
-from . import networkinfo, presets, series, services, taskoptions
+from . import compare, networkinfo, presets, series, services, taskoptions
 from .forms import NewModelForm, ScheduleForm
 from .forms.taskfit import problems
 from .jsondata import api_data
@@ -229,6 +229,16 @@ def profile(request: HttpRequest, job_id: int) -> HttpResponse:
 
 
 # ---- the group page ------------------------------------------------------------------
+
+@login_required
+def compare_page(request: HttpRequest) -> HttpResponse:
+    """Models side by side; the address holds the selection, so it can be shared."""
+    try:
+        data = compare.compare_data(compare.Selection.from_query(request.GET.dict()), first_curves_only=True)
+    except compare.SelectionError as exc:
+        return render(request, "training/compare.html", {"problem": str(exc)}, status=400)
+    return render(request, "training/compare.html", {"data": data})
+
 
 @login_required
 def group_page(request: HttpRequest, owner: str, group: str) -> HttpResponse:

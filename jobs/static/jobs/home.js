@@ -134,6 +134,7 @@ function render() {
 
 function updateButtons() {
   for (const id of selected) if (!jobs.has(id)) selected.delete(id);
+  document.getElementById("compare-selected").disabled = selected.size === 0;
   document.getElementById("abort-selected").disabled = selected.size === 0;
   document.getElementById("delete-selected").disabled = selected.size === 0;
 }
@@ -174,6 +175,9 @@ document.getElementById("select-all").addEventListener("change", (e) => {
   render();
 });
 filter.addEventListener("input", render);
+document.getElementById("compare-selected").addEventListener("click", (e) => {
+  window.location.assign(`${e.target.dataset.url}?${new URLSearchParams({ ids: [...selected].join(",") })}`);
+});
 document.getElementById("abort-selected").addEventListener("click", () => bulk("abort"));
 document.getElementById("delete-selected").addEventListener("click", () => bulk("delete"));
 

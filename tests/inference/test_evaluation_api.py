@@ -228,7 +228,7 @@ def test_the_new_evaluation_page_queues_a_folder_and_shows_field_errors(alice):
     assert f'<option value="{model.pk}" selected>'.encode() in page.content
     names = re.findall(r'<(?:input|select|textarea)[^>]* name="(\w+)"', page.content.decode())
     names = [name for name in names if name != "csrfmiddlewaretoken"]
-    assert names[:3] == ["model", "snapshot", "source"] and names[-3:] == ["device", "gpu_count", "gpu_ids"], names
+    assert names[:3] == ["model", "snapshot", "source"] and names[-4:] == ["device", "gpu_count", "gpu_ids", "priority"], names
     fields = {"model": model.pk, "source": "folder", "top_n": 5, "device": "cpu"}
     bad = client.post("/evaluations/new/", {**fields, "folder": "/etc"})
     assert bad.status_code == 200 and b"not inside the folders" in bad.content

@@ -1,5 +1,6 @@
 """The worker process's own life: register at start, beat every few
-seconds (liveness, device readings, lease refresh, reconciling), and leave
+seconds (liveness, device readings, lease refresh, reconciling, the apps'
+periodic work), and leave
 cleanly at shutdown. ``connect()`` hooks it to Celery's worker signals; the
 ``worker`` management command calls it before starting Celery."""
 
@@ -15,7 +16,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
-from . import hostload, leases, runner, workerinfo
+from . import hostload, leases, periodic, runner, workerinfo
 from .devices import inventory
 from .models import Job, JobNode, Status, Worker
 from .reconcile import reconcile
@@ -67,6 +68,7 @@ def _heartbeat_loop(info: WorkerInfo) -> None:
             beats += 1
             if beats % RECONCILE_EVERY_BEATS == 0:
                 reconcile()
+            periodic.run_all()
         except Exception:  # a database or Redis outage must not end the heartbeat
             log.exception("worker heartbeat failed; retrying")
         finally:

@@ -13,9 +13,11 @@ from trainer import jobfiles
 from trainer.tasks import task_of
 from web.api import BadRequest, api, json_body
 
-from . import compare, modeljobs, series, services
+from . import compare, modeljobs, searches, series, services
 from .forms import NewModelForm
+from .forms.search import MoreTrialsForm
 from .jsondata import api_data
+from .models import Search
 from .views import preview
 
 
@@ -24,6 +26,8 @@ def models(request: HttpRequest) -> JsonResponse:
     form = NewModelForm(api_data(NewModelForm, json_body(request)), user=request.user)
     if not form.is_valid():
         raise BadRequest(form.errors.get_json_data())
+    if form.cleaned_data["search"]:
+        return JsonResponse({"search": searches.search_data(form.submit_search(request.user))}, status=201)
     jobs = [serialize.job_detail(job) for job in form.submit(request.user)]
     warning = form.few_steps_warning()
     return JsonResponse({"jobs": jobs, **({"warning": warning} if warning else {})}, status=201)
@@ -73,3 +77,19 @@ def compare_runs(request: HttpRequest) -> JsonResponse:
         raise BadRequest({"selection": [str(exc)]}) from None
     except ValueError as exc:
         raise BadRequest({"points": [str(exc)]}) from None
+
+
+@api("GET")
+def search(request: HttpRequest, search_id: int) -> JsonResponse:
+    """A search: its space, sampler, pruner, trials with their values, the best, the importances."""
+    return JsonResponse(searches.search_data(get_object_or_404(Search.objects.select_related("owner"), pk=search_id)))
+
+
+@api("POST")
+def search_more(request: HttpRequest, search_id: int) -> JsonResponse:
+    """Continue a search with ``trials`` more."""
+    found = get_object_or_404(Search.objects.select_related("owner"), pk=search_id)
+    form = MoreTrialsForm(json_body(request))
+    if not form.is_valid():
+        raise BadRequest(form.errors.get_json_data())
+    return JsonResponse(searches.search_data(searches.add_trials(found, request.user, form.cleaned_data["trials"])))

@@ -1,7 +1,7 @@
 from django.apps import AppConfig
 from django.urls import reverse
 
-from jobs import groups
+from jobs import groups, periodic
 from jobs.kinds import Category, JobKind, register, register_category
 from trainer.jobfiles import LAST_CHECKPOINT
 
@@ -18,6 +18,7 @@ class TrainingConfig(AppConfig):
         from .command import train_command
         from .modeljobs import MODEL_KIND
         from .modelsettings import public_params, settings_table
+        from .searches import advance_all
         from .services import runs_code
         from .sparkline import SPARKLINE
         from .views import page_context
@@ -29,3 +30,4 @@ class TrainingConfig(AppConfig):
                          sparkline=SPARKLINE, public_params=public_params, settings=settings_table,
                          required_permission=runs_code))
         groups.register_page(group_page)
+        periodic.register(advance_all)

@@ -123,6 +123,8 @@ SCHEMAS: dict[str, Any] = {
         "best": {"type": ["object", "null"]}, "result": {"type": ["object", "null"]}}},
 }
 
+SEARCH_ID = {"name": "search_id", "in": "path", "required": True, "schema": {"type": "integer"}}
+
 PATHS: dict[str, Any] = {
     "/api/jobs/{job_id}/metrics": {"parameters": [JOB_ID], "get": operation(
         "A training job's curves, snapshots, best snapshot and result", {"200": json_answer(ref("Metrics"))},
@@ -164,10 +166,23 @@ PATHS: dict[str, Any] = {
              "description": "points per curve (default: a share of 40,000 per metric, 20 to 500)"},
             {"name": "curves", "in": "query", "schema": {"type": "string"},
              "description": "the metrics whose curves to give, comma-separated (default: all)"}])},
+    "/api/searches/{search_id}": {
+        "parameters": [SEARCH_ID],
+        "get": operation("An adaptive search: its space, sampler, pruner, metric, trials (each with its model job, "
+                         "state, value, the rung it was stopped at and its validations), the best so far and what "
+                         "mattered (fANOVA importances)", {"200": json_answer({"type": "object"})}, ("401", "404"))},
+    "/api/searches/{search_id}/more": {
+        "parameters": [SEARCH_ID],
+        "post": operation("Continue a search with more trials (its owner or staff)",
+                          {"200": json_answer({"type": "object"})}, ("400", "401", "403", "404"),
+                          requestBody=body({"type": "object", "required": ["trials"], "properties": {
+                              "trials": {"type": "integer", "minimum": 1, "maximum": 500}}}))},
     "/api/models": {"post": operation(
         "Create a model: the New model form's fields; several learning rates or batch sizes make one job "
-        "each, in one group", {"201": json_answer({"type": "object", "properties": {
-            "jobs": {"type": "array", "items": ref("Job")}, "warning": FEW_STEPS}}, "Created and queued")},
+        "each, in one group; search: true with the search_ fields starts an adaptive search instead, and the "
+        "answer is {\"search\": …} (as GET /api/searches/{id})", {"201": json_answer({"type": "object", "properties": {
+            "jobs": {"type": "array", "items": ref("Job")}, "warning": FEW_STEPS,
+            "search": {"type": "object", "description": "with search: true, the search started"}}}, "Created and queued")},
         ("400", "401"), requestBody=body(NEW_MODEL))},
     "/api/lr-preview": {"post": operation(
         "The learning rate at each step for these settings (the New model form's preview)",

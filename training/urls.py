@@ -13,6 +13,8 @@ urlpatterns = [
     path("jobs/<int:job_id>/profile", views.profile, name="job-profile"),
     path("groups/<str:owner>/<path:group>/", views.group_page, name="group"),
     path("compare/", views.compare_page, name="compare"),
+    path("searches/<int:search_id>/", views.search_page, name="search"),
+    path("searches/<int:search_id>/more", views.search_more, name="search-more"),
 ]
 
 api_urlpatterns = [
@@ -22,4 +24,6 @@ api_urlpatterns = [
     path("jobs/<int:job_id>/profile", api.profile, name="api-job-profile"),
     path("groups/<str:owner>/<path:group>", api.group, name="api-group"),
     path("compare", api.compare_runs, name="api-compare"),
+    path("searches/<int:search_id>", api.search, name="api-search"),
+    path("searches/<int:search_id>/more", api.search_more, name="api-search-more"),
 ]

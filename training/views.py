@@ -24,13 +24,15 @@ from jobs.views import _act
 from trainer import jobfiles, lr_policy
 from trainer.tasks import task_of
 from trainer.tasks.base import RUN_OPTIONS
-from web.api import BadRequest, bad_request_message, error, json_body
+from web.api import ActionError, BadRequest, bad_request_message, error, json_body
 from web.files import streamed_asynchronously
 
-from . import compare, networkinfo, presets, series, services, taskoptions
+from . import compare, networkinfo, presets, searches, series, services, taskoptions
 from .forms import NewModelForm, ScheduleForm
+from .forms.search import MoreTrialsForm
 from .forms.taskfit import problems
 from .jsondata import api_data
+from .models import Search
 
 # Images are shown in the page; everything else is a download.
 INLINE_TYPES = ("image/png",)
@@ -70,6 +72,8 @@ def _page_data(form: NewModelForm) -> dict[str, Any]:
 def new_model(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = NewModelForm(request.POST, user=request.user)
+        if form.is_valid() and form.cleaned_data["search"]:
+            return redirect("search", form.submit_search(request.user).pk)
         if form.is_valid():
             jobs = form.submit(request.user)
             if warning := form.few_steps_warning():
@@ -229,6 +233,30 @@ def profile(request: HttpRequest, job_id: int) -> HttpResponse:
 
 
 # ---- the group page ------------------------------------------------------------------
+
+@login_required
+def search_page(request: HttpRequest, search_id: int) -> HttpResponse:
+    search = get_object_or_404(Search.objects.select_related("owner"), pk=search_id)
+    return render(request, "training/search.html", {"search": search, "data": searches.search_data(search),
+                                                    "more_form": MoreTrialsForm()})
+
+
+@login_required
+@require_POST
+def search_more(request: HttpRequest, search_id: int) -> HttpResponse:
+    """Continue a search with more trials (its page's form)."""
+    search = get_object_or_404(Search, pk=search_id)
+    form = MoreTrialsForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ActionError(f"Not continued: {bad_request_message(form.errors.get_json_data())}", status=400)
+        searches.add_trials(search, request.user, form.cleaned_data["trials"])
+    except ActionError as exc:
+        messages.error(request, exc.message)
+        return redirect("search", search.pk)
+    messages.success(request, f"“{search.name}” continues with {form.cleaned_data['trials']} more trial(s).")
+    return redirect("search", search.pk)
+
 
 @login_required
 def compare_page(request: HttpRequest) -> HttpResponse:

@@ -18,14 +18,16 @@ from trainer import jobfiles
 from trainer.tasks import Task, task_of
 from trainer.tasks.base import RUN_OPTIONS
 
-from .. import sweeps
+from .. import searches, sweeps
 from ..modeljobs import MODEL_KIND
+from ..models import Search
 from ..services import RUN_CODE, trainable_datasets
 from .augmentation import AugmentationFields
 from .network import NetworkFields
 from .precision import PrecisionFields
 from .run import RunFields
 from .schedule import ScheduleForm
+from .search import SearchFields
 from .solver import SolverFields
 from .stopping import StoppingFields
 from .taskfit import problems
@@ -34,10 +36,10 @@ from .taskrun import TaskRunFields
 
 # Django lists the fields of the farthest base first, so the bases are in the
 # reverse of the order the fields are shown in (and the API describes them).
-class NewModelForm(NetworkFields, StoppingFields, PrecisionFields, AugmentationFields, SolverFields, TaskRunFields,
-                   RunFields, JobFieldsForm, ScheduleForm):
+class NewModelForm(SearchFields, NetworkFields, StoppingFields, PrecisionFields, AugmentationFields, SolverFields,
+                   TaskRunFields, RunFields, JobFieldsForm, ScheduleForm):
     """Every option of a training job; several learning rates or batch sizes
-    make a sweep (``sweeps``)."""
+    make a sweep (``sweeps``), the search's fields an adaptive search."""
 
     def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -60,6 +62,10 @@ class NewModelForm(NetworkFields, StoppingFields, PrecisionFields, AugmentationF
         self.check_whitening(data)
         if self.dataset_job is not None:
             self.check_early_stopping(data, self.task())
+            self.check_search(data, self.task())
+        if data.get("search") and (len(data.get("lr") or []) > 1 or len(data.get("batch_size") or []) > 1):
+            self.add_error("search", "A search draws its own learning rates and batch sizes: give one of each above, "
+                                     "or sweep without searching.")
         return data
 
     def task(self) -> Task:
@@ -106,6 +112,13 @@ class NewModelForm(NetworkFields, StoppingFields, PrecisionFields, AugmentationF
             "early_stopping": self.early_stopping_params(),
             **{name: self.task().run_option(data, name) for name in self.task().run_options},
         }
+
+    def submit_search(self, owner: User) -> Search:
+        """Start the adaptive search the form asks for (``searches.create``)."""
+        data = self.cleaned_data
+        return searches.create(owner, data["name"], data["group"] or data["name"], self.params(), self.resources(),
+                               self.search_space, data["search_sampler"], data["search_pruner"], self.search_metric,
+                               data["search_trials"], data["search_parallel"], self.chosen_priority())
 
     def submit(self, owner: User) -> list[Job]:
         """Create every job of the submission in one transaction: all or none."""

@@ -190,3 +190,15 @@ def test_a_search_through_a_real_worker_trains_every_trial_and_finds_its_best(al
     data = searches.search_data(search)
     assert data["best"] is not None and data["best"]["value"] > 0.5
     assert signed_in(alice).get(f"/searches/{search.pk}/").status_code == 200
+
+
+def test_the_median_rule_stops_no_trial_before_three_have_completed(transactional_db, alice):
+    """``MEDIAN_STARTUP_TRIALS`` (3): with two complete, a weak trial runs on;
+    the test above stops one once three have."""
+    search = start_search(alice, trials=3, parallel=3)
+    first, second, weak = trials_of(search)
+    for trial, values in ((first, [0.5, 0.6]), (second, [0.6, 0.7])):
+        validated(trial.job, values, Status.DONE)
+    validated(weak.job, [0.1])
+    searches.advance(search)
+    assert Trial.objects.get(pk=weak.pk).state == "running" and searchstudy.MEDIAN_STARTUP_TRIALS == 3

@@ -27,9 +27,8 @@ import contextlib
 import logging
 import math
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import optuna
 from django.contrib.auth.models import User
 from django.db.models import Count, F, Q, Value
 from django.db.models.functions import Concat
@@ -45,6 +44,9 @@ from . import searchstudy, series
 from .compare import legend
 from .modeljobs import MODEL_KIND
 from .models import Search, Trial
+
+if TYPE_CHECKING:
+    import optuna
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,7 @@ def _trial_id(study: optuna.Study, number: int) -> int:
 
 def _report(search: Search, study: optuna.Study, trial: Trial) -> bool:
     """Tell the study the trial's new validations; True when the pruner stops it."""
+    optuna = searchstudy.imported()
     values = _validations(trial.job, search.metric)
     if len(values) <= trial.reported:
         return False
@@ -113,6 +116,7 @@ def _best(search: Search, values: list[tuple[float, float]]) -> float | None:
 
 def _settle(search: Search, study: optuna.Study, trial: Trial) -> None:
     """Tell the study how a trial whose job ended (or went) did."""
+    optuna = searchstudy.imported()
     job = trial.job
     if job is not None and job.status == Status.DONE:
         value = _best(search, _validations(job, search.metric))
@@ -130,6 +134,7 @@ def _settle(search: Search, study: optuna.Study, trial: Trial) -> None:
 
 
 def _start_trials(search: Search, study: optuna.Study) -> None:
+    optuna = searchstudy.imported()
     running = search.trial_set.filter(state=Trial.State.RUNNING).count()
     made = search.trial_set.count()
     spaces = searchstudy.distributions(search.space)

@@ -5,12 +5,12 @@ its space draws from."""
 
 from __future__ import annotations
 
-import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import optuna
 from django.db import connection
-from sqlalchemy.pool import NullPool
+
+if TYPE_CHECKING:
+    import optuna
 
 # What the form offers, by name: (label, what it does).
 SAMPLERS = {"tpe": "TPE (learns from the trials so far)", "random": "Random"}
@@ -24,10 +24,19 @@ REDUCTION_FACTOR = 3
 # Trials that complete before the median pruner stops any.
 MEDIAN_STARTUP_TRIALS = 3
 
-optuna.logging.set_verbosity(optuna.logging.WARNING)
-logging.getLogger("alembic").setLevel(logging.WARNING)
-
 _storages: dict[str, optuna.storages.RDBStorage] = {}
+
+
+def imported():
+    """Optuna, imported at first use: it takes seconds to import, which every
+    web, worker and management process would otherwise pay at start."""
+    import logging
+
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    return optuna
 
 
 def database_url() -> str:
@@ -42,6 +51,9 @@ def database_url() -> str:
 
 def storage() -> optuna.storages.RDBStorage:
     """One storage per database a process uses (a test run switches databases)."""
+    from sqlalchemy.pool import NullPool
+
+    optuna = imported()
     url = database_url()
     if url not in _storages:
         # No pool: a connection kept open would hold the database (a test
@@ -51,6 +63,7 @@ def storage() -> optuna.storages.RDBStorage:
 
 
 def sampler(name: str, seed: int | None = None) -> optuna.samplers.BaseSampler:
+    optuna = imported()
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     return optuna.samplers.TPESampler(seed=seed)
@@ -58,6 +71,7 @@ def sampler(name: str, seed: int | None = None) -> optuna.samplers.BaseSampler:
 
 def pruner(name: str, max_resource: int) -> optuna.pruners.BasePruner:
     """Rungs count validations: 1, 3, 9… for successive halving."""
+    optuna = imported()
     if name == "asha":
         return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=REDUCTION_FACTOR)
     if name == "hyperband":
@@ -70,6 +84,7 @@ def pruner(name: str, max_resource: int) -> optuna.pruners.BasePruner:
 
 def distributions(space: dict[str, Any]) -> dict[str, optuna.distributions.BaseDistribution]:
     """Log-uniform learning rate and weight decay, choices of the rest."""
+    optuna = imported()
     drawn: dict[str, optuna.distributions.BaseDistribution] = {}
     for name in ("lr", "weight_decay"):
         if space.get(name):
@@ -82,10 +97,12 @@ def distributions(space: dict[str, Any]) -> dict[str, optuna.distributions.BaseD
 
 
 def create(name: str, maximize: bool) -> None:
+    optuna = imported()
     optuna.create_study(study_name=name, storage=storage(), direction="maximize" if maximize else "minimize")
 
 
 def load(name: str, sampler_name: str, pruner_name: str, max_resource: int) -> optuna.Study:
+    optuna = imported()
     return optuna.load_study(study_name=name, storage=storage(), sampler=sampler(sampler_name),
                              pruner=pruner(pruner_name, max_resource))
 
@@ -93,6 +110,7 @@ def load(name: str, sampler_name: str, pruner_name: str, max_resource: int) -> o
 def importances(study: optuna.Study) -> dict[str, float]:
     """Each drawn setting's share of the value's variance among the complete
     trials (fANOVA); empty until two trials completed with differing settings."""
+    optuna = imported()
     complete = study.get_trials(deepcopy=False, states=[optuna.trial.TrialState.COMPLETE])
     if len(complete) < 2:
         return {}

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import uuid
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -203,13 +204,13 @@ def advance_all() -> None:
 
 def create(owner: User, name: str, group: str, base: dict[str, Any], resources: dict[str, Any], space: dict[str, Any],
            sampler: str, pruner: str, metric: str, trials: int, parallel: int, priority: str) -> Search:
-    """Make the search and its study, and start its first trials."""
+    """Make the study, then the search (which the workers then see and
+    advance: the study is there before they look), and start its first trials."""
+    study = f"search-{uuid.uuid4().hex}"
+    searchstudy.create(study, metric != "val_loss")
     search = Search.objects.create(owner=owner, name=name, group=group, base=base, resources=resources, space=space,
                                    sampler=sampler, pruner=pruner, metric=metric, trials=trials, parallel=parallel,
-                                   priority=priority, study=f"search-{timezone.now().timestamp():.6f}-{owner.pk}")
-    Search.objects.filter(pk=search.pk).update(study=f"search-{search.pk}-{search.study}")
-    search.refresh_from_db()
-    searchstudy.create(search.study, search.maximize)
+                                   priority=priority, study=study)
     advance(search)
     return search
 

@@ -54,11 +54,18 @@ def storage() -> optuna.storages.RDBStorage:
     from sqlalchemy.pool import NullPool
 
     optuna = imported()
+    from sqlalchemy.exc import IntegrityError, OperationalError
+
     url = database_url()
     if url not in _storages:
         # No pool: a connection kept open would hold the database (a test
         # database could not be dropped, a worker's would idle between beats).
-        _storages[url] = optuna.storages.RDBStorage(url, engine_kwargs={"poolclass": NullPool})
+        try:
+            _storages[url] = optuna.storages.RDBStorage(url, engine_kwargs={"poolclass": NullPool})
+        except (IntegrityError, OperationalError):
+            # Another process made Optuna's tables at the same moment (both
+            # stamped their version): they are there now.
+            _storages[url] = optuna.storages.RDBStorage(url, engine_kwargs={"poolclass": NullPool})
     return _storages[url]
 
 

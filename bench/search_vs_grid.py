@@ -128,10 +128,12 @@ def main() -> None:
         grid_epochs, search_epochs = sum(map(epochs_trained, grid)), sum(map(epochs_trained, trials))
         grid_seconds, search_seconds = sum(map(seconds, grid)), sum(map(seconds, trials))
         stopped = sum(1 for job in trials if job.status == Status.ABORTED)
+        failed = [job.error for job in grid if job.status == Status.FAILED]
     finally:
         stack.close()  # the job folders go with it: everything is read above
     print(f"grid: {len(grid)} models × {args.epochs} epochs, best validation top-1 {grid_best:.2%}, "
-          f"{grid_epochs:.1f} epochs trained, {grid_seconds:.0f} s in its jobs, {grid_wall:.0f} s in all")
+          f"{grid_epochs:.1f} epochs trained, {grid_seconds:.0f} s in its jobs, {grid_wall:.0f} s in all; "
+          f"{len(failed)} failed{': ' + failed[0] if failed else ''}")
     print(f"search ({args.pruner}, TPE): {len(trials)} trials, {stopped} stopped early, best validation top-1 "
           f"{search_best:.2%}, {search_epochs:.1f} epochs trained, {search_seconds:.0f} s in its jobs, "
           f"{search_wall:.0f} s in all")

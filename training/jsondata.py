@@ -87,7 +87,8 @@ def from_json(body: dict[str, Any]) -> dict[str, Any]:
     if isinstance(data.get("batch_schedule"), list):
         data["batch_schedule"] = ", ".join(f"{pair[0]}:{pair[1]}" if isinstance(pair, list | tuple) and len(pair) == 2
                                            else str(pair) for pair in data["batch_schedule"])
-    for key in ("lr", "batch_size", "milestones_percent", "gpu_ids", "search_batch_sizes"):
+    for key in ("lr", "batch_size", "milestones_percent", "gpu_ids", "search_batch_sizes", "search_translates",
+                "search_rotations", "search_scales", "search_color_jitters"):
         if key in data:
             data[key] = _listed(data[key])
     return {k: v for k, v in data.items() if v is not None}

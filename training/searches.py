@@ -53,7 +53,6 @@ log = logging.getLogger(__name__)
 
 CLAIM_SECONDS = 60
 MAX_TRIALS = 500
-DRAWN = ("lr", "weight_decay", "batch_size", "solver", "network")
 
 
 def _validations(job: Job, metric: str) -> list[tuple[float, float]]:

@@ -20,6 +20,9 @@ PRUNERS = {
     "median": "Median: stop a trial worse than the median of the others at the same validation",
     "none": "None: every trial runs its epochs",
 }
+# The settings a search draws: log-uniformly from a range, or among choices.
+LOG_UNIFORM = ("lr", "weight_decay")
+CHOSEN = ("batch_size", "solver", "network", "flip", "translate", "rotation", "scale", "color_jitter")
 REDUCTION_FACTOR = 3
 # Trials that complete before the median pruner stops any.
 MEDIAN_STARTUP_TRIALS = 3
@@ -90,14 +93,15 @@ def pruner(name: str, max_resource: int) -> optuna.pruners.BasePruner:
 
 
 def distributions(space: dict[str, Any]) -> dict[str, optuna.distributions.BaseDistribution]:
-    """Log-uniform learning rate and weight decay, choices of the rest."""
+    """Log-uniform learning rate and weight decay, choices of the rest
+    (batch size, solver, network, flips, translation, rotation, zoom, colour jitter)."""
     optuna = imported()
     drawn: dict[str, optuna.distributions.BaseDistribution] = {}
-    for name in ("lr", "weight_decay"):
+    for name in LOG_UNIFORM:
         if space.get(name):
             low, high = space[name]
             drawn[name] = optuna.distributions.FloatDistribution(low, high, log=True)
-    for name in ("batch_size", "solver", "network"):
+    for name in CHOSEN:
         if space.get(name):
             drawn[name] = optuna.distributions.CategoricalDistribution(list(space[name]))
     return drawn

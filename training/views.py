@@ -29,7 +29,7 @@ from web.files import streamed_asynchronously
 
 from . import compare, networkinfo, presets, searches, series, services, taskoptions
 from .forms import NewModelForm, ScheduleForm
-from .forms.search import MoreTrialsForm
+from .forms.search import AUGMENTATION_CHOICES, MoreTrialsForm
 from .forms.taskfit import problems
 from .jsondata import api_data
 from .models import Search
@@ -59,6 +59,8 @@ def _page_data(form: NewModelForm) -> dict[str, Any]:
         # What a field a task refuses is set back to when the page hides it.
         "initials": {name: form.fields[name].initial for task in taskoptions.TASKS.values()
                      for name in task.hidden_options},
+        # The search's augmentation choices, each by the option it draws: hidden where the task refuses that.
+        "search_choices": {name: field for name, (field, *_rest) in AUGMENTATION_CHOICES.items()},
         "previous": form.previous,
         "pretrained": [{"id": p["id"], "label": p["label"], "network": p["network"]} for p in form.pretrained_models],
         "may_run_code": form.may_run_code,

@@ -46,3 +46,42 @@ def test_a_searchs_page_shows_its_trials_best_and_charts_and_continues_it(page):
     page.check("#id_search")
     expect(page.locator("#id_search_pruner")).to_have_value("asha")
     expect(page.locator("#id_search_sampler")).to_have_value("tpe")
+
+
+def test_the_new_model_page_offers_a_search_the_augmentation_its_task_takes(page):
+    """A detector takes a horizontal flip and no other augmentation: with a
+    detection dataset chosen, the search's other augmentation choices are
+    hidden, and its flips and networks are the task's; a classification
+    dataset offers them all."""
+    from playwright.sync_api import expect
+
+    from tests.detectionfiles import make_detection_dataset
+    from tests.trainfiles import make_dataset
+    from trainer import jobfiles
+
+    sign_up(page, "ada")
+    ada = User.objects.get(username="ada")
+    boxes = Job.objects.create(kind="dataset", name="boxes", owner=ada, status=Status.DONE)
+    make_detection_dataset(boxes.folder / jobfiles.DATASET)
+    bars = Job.objects.create(kind="dataset", name="bars", owner=ada, status=Status.DONE)
+    make_dataset(bars.folder / jobfiles.DATASET)
+    page.goto("/models/new/")
+    page.check("#id_search")
+    page.fill("#id_search_rotations", "0, 10")
+    rows = {name: page.locator(f'p[data-field="{name}"]') for name in
+            ("search_translates", "search_rotations", "search_scales", "search_color_jitters", "search_flips")}
+
+    page.select_option("#id_dataset", str(boxes.pk))
+    for name in ("search_translates", "search_rotations", "search_scales", "search_color_jitters"):
+        expect(rows[name]).to_be_hidden()
+    expect(page.locator("#id_search_rotations")).to_have_value("")
+    expect(rows["search_flips"]).to_be_visible()
+    expect(page.locator('#id_search_flips option[value="vertical"]')).to_be_disabled()
+    expect(page.locator('#id_search_flips option[value="horizontal"]')).to_be_enabled()
+    expect(page.locator('#id_search_networks option[value="lenet"]')).to_be_disabled()
+
+    page.select_option("#id_dataset", str(bars.pk))
+    for row in rows.values():
+        expect(row).to_be_visible()
+    expect(page.locator('#id_search_flips option[value="vertical"]')).to_be_enabled()
+    expect(page.locator('#id_search_networks option[value="lenet"]')).to_be_enabled()

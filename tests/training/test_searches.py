@@ -15,6 +15,7 @@ from django.test import Client
 
 from jobs.models import Job, Status
 from tests.clients import signed_in
+from tests.detectionfiles import make_detection_dataset
 from tests.jobtools import wait_status
 from tests.processes import wait_for
 from tests.trainfiles import make_dataset, train_config
@@ -157,6 +158,12 @@ def _search_body(dataset: Job, **fields) -> dict:
     ({"search_parallel": 5}, "search_parallel", "More trials at once than trials in all"),
     ({"search_metric": "val_map"}, "search_metric", "does not report val_map"),
     ({"lr": [0.01, 0.1]}, "search", "A search draws its own learning rates"),
+    ({"search_rotations": "5, 200"}, "search_rotations", "Each of the rotations is from 0 to 180."),
+    ({"search_scales": "0.1, wide"}, "search_scales", "Give zooms as numbers separated by commas, e.g. 0, 0.1, 0.2."),
+    ({"search_scales": "nan"}, "search_scales", "Each of the zooms is from 0 to 0.9."),
+    ({"search_translates": [0, 2.5]}, "search_translates", "Give translations as whole numbers"),
+    ({"search_color_jitters": "-0.1"}, "search_color_jitters", "Each of the colour jitters is from 0 to 1."),
+    ({"search_flips": ["sideways"]}, "search_flips", "Select a valid choice"),
 ])
 def test_the_form_refuses_a_search_it_cannot_run_saying_why(transactional_db, alice, fields, field, message):
     answer = signed_in(alice).post("/api/models", _search_body(dataset_job(alice), **fields),
@@ -164,6 +171,46 @@ def test_the_form_refuses_a_search_it_cannot_run_saying_why(transactional_db, al
     assert answer.status_code == 400, answer.content
     assert message in " ".join(error["message"] for error in answer.json()["errors"].get(field, [])), answer.json()
     assert not Search.objects.exists() and not Job.objects.filter(kind="train").exists()
+
+
+def test_a_search_draws_its_augmentation_from_the_choices_given(transactional_db, alice):
+    augmentation = {"search_flips": ["none", "horizontal"], "search_translates": "0, 2", "search_rotations": [0, 15.5],
+                    "search_scales": "0.1", "search_color_jitters": [0.2, 0.4]}
+    answer = signed_in(alice).post("/api/models", _search_body(dataset_job(alice), search_trials=9,
+                                                               search_parallel=9, **augmentation),
+                                   content_type="application/json")
+    assert answer.status_code == 201, answer.content
+    search = Search.objects.get(pk=answer.json()["search"]["id"])
+    assert {name: search.space[name] for name in ("flip", "translate", "rotation", "scale", "color_jitter")} == {
+        "flip": ["none", "horizontal"], "translate": [0, 2], "rotation": [0.0, 15.5], "scale": [0.1],
+        "color_jitter": [0.2, 0.4]}
+    trials = trials_of(search)
+    assert len(trials) == 9
+    for trial in trials:
+        params = trial.job.params
+        assert params["flip"] in ("none", "horizontal") and params["translate"] in (0, 2)
+        assert params["rotation"] in (0.0, 15.5) and params["scale"] == 0.1 and params["color_jitter"] in (0.2, 0.4)
+        assert {name: params[name] for name in trial.params} == trial.params
+        assert set(trial.params) == {"lr", "batch_size", "flip", "translate", "rotation", "scale", "color_jitter"}
+
+
+def test_a_search_offers_a_task_only_the_augmentation_its_models_take(transactional_db, alice):
+    """A detector takes a horizontal flip and no other augmentation: the
+    search's choices are refused as the augmentation's own fields are."""
+    dataset = Job.objects.create(kind="dataset", name="boxes", owner=alice, status=Status.DONE)
+    make_detection_dataset(dataset.folder / jobfiles.DATASET)
+    body = _search_body(dataset, network={"source": "standard", "name": "fasterrcnn_mobilenet_v3_large_fpn"},
+                        search_flips=["horizontal", "vertical"], search_rotations="0, 10", search_translates="0")
+    answer = signed_in(alice).post("/api/models", body, content_type="application/json")
+    assert answer.status_code == 400, answer.content
+    errors = {field: " ".join(error["message"] for error in found) for field, found in answer.json()["errors"].items()}
+    assert errors["search_flips"].startswith("A model for object detection cannot use vertical: ")
+    assert errors["search_rotations"].startswith("A model for object detection cannot use 10: ")
+    assert "search_translates" not in errors  # 0 is no translation
+    assert not Search.objects.exists()
+    page = signed_in(alice).get("/models/new/").content.decode()
+    assert all(f'name="{name}"' in page for name in ("search_flips", "search_translates", "search_rotations",
+                                                       "search_scales", "search_color_jitters"))
 
 
 @pytest.mark.one_database
@@ -176,7 +223,8 @@ def test_a_search_through_a_real_worker_trains_every_trial_and_finds_its_best(al
     assert answer.status_code == 201, answer.content
     search = Search.objects.get(pk=answer.json()["search"]["id"])
     assert search.space == {"lr": [0.001, 0.1], "weight_decay": None, "batch_size": [16, 32], "solver": None,
-                            "network": None}
+                            "network": None, "flip": None, "translate": None, "rotation": None, "scale": None,
+                            "color_jitter": None}
 
     def finished() -> bool:
         return not searches.active().filter(pk=search.pk).exists()

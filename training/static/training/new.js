@@ -98,6 +98,18 @@ function showTask() {
   for (const button of form.querySelectorAll("button[data-preset]")) {
     button.hidden = Boolean(task) && !task.presets.includes(button.dataset.preset);
   }
+  // The search's choices: the task's networks and flips alone, the augmentation it refuses hidden and blank.
+  for (const [name, offered] of [["search_networks", task?.networks], ["search_flips", task?.flips]]) {
+    for (const option of field(name).options) {
+      option.hidden = option.disabled = Boolean(offered) && !offered.includes(option.value);
+      if (option.disabled) option.selected = false;
+    }
+  }
+  for (const [name, searchField] of Object.entries(page.search_choices)) {
+    const refused = Boolean(task?.refused.includes(name));
+    if (refused) field(searchField).value = "";
+    showRow(searchField, !refused);
+  }
   showCustomize();
 }
 field("dataset").addEventListener("change", showTask);

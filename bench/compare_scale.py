@@ -4,11 +4,15 @@ A throwaway stack (its own Redis and SQLite, no worker) with ``--models``
 finished training jobs in one group, each with an ``events.jsonl`` as the
 trainer writes it: ``--epochs`` epochs of ``--train-points`` train events
 and one validation each (top-1, top-5, loss), their settings spread over a
-sweep (learning rate log-uniform, batch size, solver, weight decay). Then,
-against the web server as ``make run`` starts it:
+sweep (learning rate log-uniform, batch size, solver, weight decay). Each run's
+comparison summary is kept in its folder as its worker keeps it when the
+job ends (``runsummary.keep_summary``, timed). Then, against the web server as
+``make run`` starts it:
 
 - the API (``GET /api/compare?group=…``), first after the server started
-  (every run read from its file: cold) and then ``--repeats`` times (warm);
+  (every run's kept summary read from its folder: cold) and then
+  ``--repeats`` times (warm); the page's HTML and the home list (every
+  model's sparkline), each the first request of a server just started;
 - the page (``GET /compare/?group=…``) in Chromium, ``--repeats`` times, by
   the page's own clock from the navigation's start: the HTML received, the
   table built, the first screen (table, curves and scatter) drawn, and the
@@ -58,12 +62,15 @@ def events(rng: random.Random, lr: float, epochs: int, train_points: int) -> byt
     return b"".join(json.dumps(line, separators=(",", ":")).encode() + b"\n" for line in lines)
 
 
-def make_models(owner, count: int, epochs: int, train_points: int) -> int:
+def make_models(owner, count: int, epochs: int, train_points: int) -> tuple[int, float]:
+    """The models and their events; returns the events' bytes and the
+    seconds spent keeping the summaries (as the workers do when the jobs end)."""
     from jobs.models import Job, Status
     from trainer import eventlog
+    from training import runsummary
 
     rng = random.Random(0)
-    written = 0
+    written, keeping = 0, 0.0
     for i in range(count):
         lr = 10 ** rng.uniform(-4, -1)
         params = {"dataset": 1, "network": {"source": "standard", "name": "lenet"}, "epochs": epochs,
@@ -75,7 +82,10 @@ def make_models(owner, count: int, epochs: int, train_points: int) -> int:
         data = events(rng, lr, epochs, train_points)
         (job.folder / eventlog.FILENAME).write_bytes(data)
         written += len(data)
-    return written
+        began = time.perf_counter()
+        runsummary.keep_summary(job)
+        keeping += time.perf_counter() - began
+    return written, keeping
 
 
 def plain_read(folders) -> float:
@@ -87,6 +97,13 @@ def plain_read(folders) -> float:
         with open(folder / eventlog.FILENAME, "rb") as handle:
             for line in handle:
                 json.loads(line)
+    return time.perf_counter() - began
+
+
+def timed(http, url: str) -> float:
+    began = time.perf_counter()
+    answer = http.get(url)
+    assert answer.status_code == 200, answer.text[:300]
     return time.perf_counter() - began
 
 
@@ -135,10 +152,11 @@ def main() -> None:
 
         owner = stack.user()
         began = time.perf_counter()
-        size = make_models(owner, args.models, args.epochs, args.train_points)
+        size, keeping = make_models(owner, args.models, args.epochs, args.train_points)
         print(f"machine: {machine()}")
         print(f"{args.models} models, {args.epochs} epochs of {args.train_points} train events and a validation each; "
-              f"{size / 2**20:.1f} MiB of events, made in {time.perf_counter() - began:.1f} s")
+              f"{size / 2**20:.1f} MiB of events, made in {time.perf_counter() - began:.1f} s; each run's summary "
+              f"kept as its job ended in {keeping / args.models * 1000:.1f} ms")
         folders = [job.folder for job in Job.objects.filter(group=GROUP)]
         web = stack.start_launched_web()
         client = Client()
@@ -157,9 +175,16 @@ def main() -> None:
                 warm.append(time.perf_counter() - began)
                 assert answer.status_code == 200
                 plain.append(plain_read(folders))
+            fresh = {name: stack.start_launched_web() for name in ("page", "home")}  # each answers its first request
+            page_cold = timed(http, f"{fresh['page'].url}/compare/?group={quote(f'bench/{GROUP}')}")
+            home_cold = timed(http, f"{fresh['home'].url}/api/jobs")
+            home_warm = [timed(http, f"{fresh['home'].url}/api/jobs") for _ in range(args.repeats)]
         body = first.content
+        print(f"the page's HTML (GET /compare/, the first metric's curves), cold: {page_cold * 1000:.0f} ms")
+        print(f"the home list (GET /api/jobs, each model with its sparkline): cold {home_cold * 1000:.0f} ms, "
+              f"warm p50 {percentile(home_warm, 50) * 1000:.0f} ms")
         print(f"API answer: {len(body) / 2**20:.2f} MiB, {first.json()['points']} points a curve")
-        print(f"API, cold (every run read from its file): {cold * 1000:.0f} ms")
+        print(f"API, cold (the server just started, every run's kept summary read): {cold * 1000:.0f} ms")
         print(f"API, warm: p50 {percentile(warm, 50) * 1000:.0f} ms, max {max(warm) * 1000:.0f} ms "
               f"({', '.join(f'{t * 1000:.0f}' for t in warm)})")
         print(f"plain read of every event: p50 {percentile(plain, 50) * 1000:.0f} ms "

@@ -113,6 +113,10 @@ class JobKind:
     # The job page's settings table: (group title, [(label, value)]) in the
     # order of the form that made the job (default: one row per parameter).
     settings: Callable[[Job], list[SettingsGroup]] | None = None
+    # Work done once a job has ended (done, failed or aborted), by the
+    # worker that ran it after its devices are free: e.g. a summary that
+    # saves pages reading its whole output.
+    ended: Callable[[Job], None] | None = None
 
 
 _categories: dict[str, Category] = {}

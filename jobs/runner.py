@@ -31,7 +31,7 @@ from . import cputhreads, eventseek, kinds, leases, nodes, permissions, placemen
 from .bus import Forwarder
 from .folderwatch import FolderWatch
 from .logfile import LogTail, tail_lines
-from .models import Job, Status
+from .models import TERMINAL, Job, Status
 from .publish import publish
 from .queue import enqueue
 from .shownpaths import shown
@@ -82,7 +82,24 @@ def run_job(job_id: int, worker: WorkerInfo) -> None:
     if not claim(job, worker):
         return  # a duplicated delivery, or aborted while queued
     while job is not None:
+        claimed = job
         job = run_claimed(job, worker)
+        ended(claimed)
+
+
+def ended(job: Job) -> None:
+    """The work its kind does once a job has ended (``JobKind.ended``), after
+    its devices are free; a failure of it is logged, the job's end stands."""
+    kind = kinds.find(job.kind)
+    if kind is None or kind.ended is None:
+        return
+    job.refresh_from_db(fields=["status"])
+    if job.status not in TERMINAL:
+        return
+    try:
+        kind.ended(job)
+    except Exception:
+        log.exception("job %s: the work after its end failed", job.pk)
 
 
 def run_claimed(job: Job, worker: WorkerInfo) -> Job | None:

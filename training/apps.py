@@ -18,6 +18,7 @@ class TrainingConfig(AppConfig):
         from .command import train_command
         from .modeljobs import MODEL_KIND
         from .modelsettings import public_params, settings_table
+        from .runsummary import keep_summary
         from .searches import advance_all
         from .services import runs_code
         from .sparkline import SPARKLINE
@@ -28,6 +29,6 @@ class TrainingConfig(AppConfig):
                          page_template="training/section.html", page_context=page_context,
                          new_page="new-model", create_endpoint="api-models", resume_file=LAST_CHECKPOINT,
                          sparkline=SPARKLINE, public_params=public_params, settings=settings_table,
-                         required_permission=runs_code))
+                         required_permission=runs_code, ended=keep_summary))
         groups.register_page(group_page)
         periodic.register(advance_all)

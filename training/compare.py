@@ -4,19 +4,15 @@ each run's settings (flattened, the ones that differ first), its final and
 best metrics, and its curves downsampled on the server (min and max per
 bucket, so spikes stay).
 
-A page of a thousand runs must answer in well under a second, so each run's
-summary is kept per process, keyed by its ``events.jsonl``'s size and
-modification time: a finished run is read once, a running one again when
-it wrote. ``series.view``'s own cache holds few runs (the whole run, every
-point); this one holds many, each a few kilobytes.
+Each run's summary comes from ``runsummary``: read from its events once,
+kept in its folder and in memory, so a page of a thousand runs answers in
+well under a second.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -27,27 +23,20 @@ from django.urls import reverse
 from jobs import kinds, services
 from jobs.api import MAX_JOB_ID
 from jobs.models import Job
-from trainer import eventlog
-from trainer.tasks import DEFAULT, UnknownTask, task_of
 
-from . import modeljobs, series
+from . import modeljobs
+from .runsummary import KEPT_POINTS, LOSS_METRICS, SUMMARIES, task
 
 MAX_RUNS = 2000
 # Points of all the curves of one metric together: each run gets its share,
 # at least MIN_POINTS and at most MAX_POINTS.
 POINTS_BUDGET = 40_000
-MIN_POINTS, MAX_POINTS = 20, 500
-CACHED_SUMMARIES = 4096
-# Significant digits of a curve's values: what a chart can show, and a third
-# of the bytes of a float's full text on a page of a thousand runs.
-CURVE_DIGITS = 5
+MIN_POINTS, MAX_POINTS = 20, KEPT_POINTS
 # A numeric setting whose values span this ratio or more is drawn on a log axis.
 LOG_SPAN = 100.0
 # Settings that describe the run but are not compared: the network's own code
 # or layer list (its name is), and what the server keeps for itself.
 LEFT_OUT = ("network.code", "network.layers", "network.text")
-
-LOSS_METRICS = (("val_loss", "validation loss"), ("train_loss", "train loss"))
 
 
 class SelectionError(ValueError):
@@ -155,69 +144,13 @@ def points_per_run(count: int) -> int:
     return max(MIN_POINTS, min(MAX_POINTS, POINTS_BUDGET // max(count, 1)))
 
 
-class _Summaries:
-    """Each run's summary at a number of points, kept while its events file
-    is unchanged (size and modification time)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.entries: OrderedDict[tuple[str, int], tuple[tuple[int, int] | None, dict[str, Any]]] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, job: Job, points: int) -> dict[str, Any]:
-        path = job.folder / eventlog.FILENAME
-        try:
-            stat = path.stat()
-            stamp: tuple[int, int] | None = (stat.st_size, stat.st_mtime_ns)
-        except FileNotFoundError:
-            stamp = None
-        key = (str(path), points)
-        with self.lock:
-            kept = self.entries.get(key)
-            if kept and kept[0] == stamp:
-                self.entries.move_to_end(key)
-                return kept[1]
-        summary = series.view(job.folder, lambda run: _summary(run, _task(job), points))
-        with self.lock:
-            self.entries[key] = (stamp, summary)
-            self.entries.move_to_end(key)
-            while len(self.entries) > self.size:
-                self.entries.popitem(last=False)
-        return summary
-
-
-def _task(job: Job):
-    try:
-        return task_of(job.params)
-    except UnknownTask:
-        return task_of({"task": DEFAULT})
-
-
-def _summary(run: series.Run, task, points: int) -> dict[str, Any]:
-    """A run's curves ([epoch, value] pairs), final and best values, for its
-    task's metrics and the losses."""
-    curves, final, best = {}, {}, {}
-    for name, higher in [*((metric.series, True) for metric in task.metrics),
-                         *((name, False) for name, _label in LOSS_METRICS)]:
-        found = run.series.get(name)
-        if found is None or not len(found):
-            continue
-        curves[name] = [[round(epoch, 4), float(f"{value:.{CURVE_DIGITS}g}")] for _step, epoch, value in found.points(points)]
-        final[name] = found.values[-1]
-        extreme = found.extreme(highest=higher)
-        if extreme:
-            best[name] = {"value": extreme[2], "epoch": round(extreme[1], 4)}
-    return {"curves": curves, "final": final, "best": best}
-
-
-SUMMARIES = _Summaries(CACHED_SUMMARIES)
 
 
 def _metrics(jobs: Iterable[Job]) -> list[dict[str, Any]]:
     """The metrics the runs' tasks name (each once, first task first), then the losses."""
     seen: dict[str, dict[str, Any]] = {}
     for job in jobs:
-        for metric in _task(job).metrics:
+        for metric in task(job).metrics:
             seen.setdefault(metric.series, {"key": metric.series, "label": f"validation {metric.label}",
                                             "higher": True})
     return [*seen.values(), *({"key": key, "label": label, "higher": False} for key, label in LOSS_METRICS)]
@@ -235,13 +168,13 @@ def compare_data(selection: Selection, points: int | None = None, curves: Iterab
     included = [metrics[0]["key"]] if first_curves_only else (None if curves is None else list(curves))
     runs = []
     for job in jobs:
-        summary = SUMMARIES.get(job, each)
-        shown = summary["curves"] if included is None else {
-            key: points for key, points in summary["curves"].items() if key in included}
+        summary = SUMMARIES.get(job)
         runs.append({
             "id": job.pk, "name": job.name, "owner": job.owner.username, "group": job.group,
             "status": job.status, "url": reverse("job", args=[job.pk]),
-            "settings": flat_settings(kinds.public_params(job)), **summary, "curves": shown,
+            "settings": flat_settings(kinds.public_params(job)), "final": summary.final, "best": summary.best,
+            "curves": {name: summary.curve(name, each) for name in summary.curves
+                       if included is None or name in included},
         })
     settings = describe_settings(runs)
     differing = [setting["key"] for setting in settings if setting["differs"]]

@@ -227,10 +227,6 @@ class Run:
         """The points of each of the task's series."""
         return {name: self.points(name, limit) for name in task.series}
 
-    def sparkline(self, limit: int) -> list[float]:
-        """The train loss as at most ``limit`` values (min/max per bucket)."""
-        return [round(p[2], 6) for p in self.points("train_loss", limit)]
-
     def metrics(self, task: Task, limit: int) -> dict[str, Any]:
         """The metrics API's body."""
         return {"series": self.all_points(task, limit), "snapshots": self.snapshot_list(), "best": self.best,

@@ -16,7 +16,7 @@ from jobs.models import Job, Status
 from tests.clients import signed_in
 from trainer import eventkinds as kinds
 from trainer import eventlog
-from training import compare
+from training import compare, runsummary
 
 PARAMS = {"dataset": 1, "network": {"source": "standard", "name": "lenet"}, "epochs": 2, "lr": 0.01,
           "batch_size": 64, "solver": "sgd", "lr_policy": {"name": "step", "step_percent": 33}}
@@ -152,6 +152,48 @@ def test_a_runs_summary_is_kept_until_its_events_change(alice):
     eventlog.append(running.folder, kinds.VAL, kinds.val(20, 2.0, {"loss": 0.1, "top1": 0.9, "top5": 1.0}))
     again = get(client, f"ids={running.pk}").json()["runs"][0]
     assert again["final"]["val_top1"] == 0.9 and again["best"]["val_top1"]["epoch"] == 2.0
+
+
+def test_an_ended_runs_summary_is_kept_in_its_folder_and_read_from_there_by_a_new_process(alice):
+    done, running = model(alice, "done"), model(alice, "running", status=Status.RUNNING)
+    record(done, [0.5, 0.7])
+    record(running, [0.4])
+    client = signed_in(alice)
+
+    def final(job: Job) -> float:
+        runsummary.SUMMARIES.entries.clear()  # as in a web process that has just started
+        return next(run for run in get(client, f"ids={done.pk},{running.pk}").json()["runs"]
+                    if run["id"] == job.pk)["final"]["val_top1"]
+
+    assert final(done) == 0.7 and final(running) == 0.4
+    path = done.folder / runsummary.SUMMARY_FILE
+    kept = json.loads(path.read_text())
+    stat = (done.folder / eventlog.FILENAME).stat()
+    assert kept["events"] == [stat.st_size, stat.st_mtime_ns] and kept["final"]["val_top1"] == 0.7
+    assert not (running.folder / runsummary.SUMMARY_FILE).exists()  # still writing: read again as it writes
+    kept["final"]["val_top1"] = 0.75  # changed by hand: shows the file is read, not the events
+    path.write_text(json.dumps(kept))
+    assert final(done) == 0.75
+    eventlog.append(done.folder, kinds.VAL, kinds.val(30, 3.0, {"loss": 0.1, "top1": 0.9, "top5": 1.0}))
+    assert final(done) == 0.9  # events written since the summary: made again from them, and kept
+    assert json.loads(path.read_text())["events"][0] == (done.folder / eventlog.FILENAME).stat().st_size
+    path.write_text('{"events": [1')  # a summary a crash left half written
+    assert final(done) == 0.9 and json.loads(path.read_text())["final"]["val_top1"] == 0.9
+
+
+def test_a_kept_summary_holds_the_most_points_and_keeps_the_spikes_for_fewer(alice):
+    long = model(alice, "long")
+    for step in range(1, 1201):  # more train losses than a kept curve holds, one of them a spike
+        eventlog.append(long.folder, kinds.TRAIN, kinds.train(step, step / 400, 50.0 if step == 777 else 1.0 / step,
+                                                               0.01, 64, 100.0, 0.1))
+    client = signed_in(alice)
+    most = get(client, f"ids={long.pk}").json()["runs"][0]["curves"]["train_loss"]
+    assert compare.MAX_POINTS - 2 <= len(most) <= compare.MAX_POINTS and [1.9425, 50.0] in most
+    runsummary.SUMMARIES.entries.clear()  # now read from the kept summary
+    assert get(client, f"ids={long.pk}").json()["runs"][0]["curves"]["train_loss"] == most
+    assert (long.folder / runsummary.SUMMARY_FILE).stat().st_size < 2 * 8 * runsummary.KEPT_POINTS * 4 / 3 + 1000
+    fewer = get(client, f"ids={long.pk}&points=20").json()["runs"][0]["curves"]["train_loss"]
+    assert len(fewer) <= 20 and [1.9425, 50.0] in fewer and fewer[0] == [0.0025, 1.0]
 
 
 def test_a_model_without_events_yet_is_listed_without_curves(alice):

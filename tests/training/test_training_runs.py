@@ -2,10 +2,11 @@
 model resumes from its checkpoint with the Resume action, a model whose
 worker dies resumes on another worker, and a model whose trainer is killed
 outright resumes from its last snapshot by itself, each with one unbroken
-metric history."""
+metric history; the worker keeps an ended model's comparison summary."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -20,7 +21,7 @@ from tests.trainer.test_train import SLOW_LENET
 from tests.trainfiles import make_dataset, train_config
 from trainer import jobfiles
 from trainer.tasks import task_of
-from training import series
+from training import runsummary, series
 
 
 def dataset_job(owner) -> Job:
@@ -60,6 +61,10 @@ def test_a_model_trains_to_done_and_its_page_shows_it(alice, worker, client):
     page = client.get(f"/jobs/{model.pk}/")
     assert page.status_code == 200
     assert b"Download model" in page.content
+    kept = model.folder / runsummary.SUMMARY_FILE  # kept by the worker once the job ended, for the Compare page
+    wait_for(kept.exists, timeout=30, what="the worker to keep the model's comparison summary")
+    summary = json.loads(kept.read_text())
+    assert summary["final"]["val_top1"] == result["final"]["val_top1"] and set(summary["curves"]) >= {"val_top1"}
 
 
 def test_an_aborted_model_resumes_where_it_stopped(alice, worker):

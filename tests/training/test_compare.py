@@ -196,6 +196,19 @@ def test_a_kept_summary_holds_the_most_points_and_keeps_the_spikes_for_fewer(ali
     assert len(fewer) <= 20 and [1.9425, 50.0] in fewer and fewer[0] == [0.0025, 1.0]
 
 
+def test_the_summaries_held_in_memory_are_the_latest_used_up_to_their_number(alice):
+    summaries = runsummary._Summaries(2)
+    jobs = [model(alice, f"m{i}") for i in range(3)]
+    for job in jobs:
+        record(job, [0.5])
+    first = summaries.get(jobs[0])
+    summaries.get(jobs[1])
+    assert summaries.get(jobs[0]) is first and len(summaries.entries) == 2  # both held
+    summaries.get(jobs[2])  # a third: the least recently used goes
+    assert list(summaries.entries) == [str(jobs[0].folder), str(jobs[2].folder)]
+    assert summaries.get(jobs[1]).final == {"val_top1": 0.5, "val_top5": 1.0, "val_loss": 0.5, "train_loss": 0.1}
+
+
 def test_a_model_without_events_yet_is_listed_without_curves(alice):
     queued = model(alice, "queued", status=Status.QUEUED)
     run = get(signed_in(alice), f"ids={queued.pk}").json()["runs"][0]

@@ -129,7 +129,7 @@ def page_times(url: str, cookie: str, repeats: int) -> list[dict[str, float]]:
         for _ in range(repeats):
             page.goto("about:blank")  # the last page's charts torn down before the clock starts
             page.goto(f"{url}/compare/?group={quote(f'bench/{GROUP}')}")
-            page.wait_for_function("document.body.dataset.compareReady === 'true'", timeout=120_000)
+            page.locator("body[data-compare-ready=true]").wait_for(state="attached", timeout=120_000)
             times.append(page.evaluate(read))
         browser.close()
     return times

@@ -16,9 +16,11 @@ from django.test import Client
 from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.detectionfiles import make_detection_dataset
-from tests.jobtools import wait_status
+from tests.jobtools import events_of, wait_status
 from tests.processes import wait_for
+from tests.trainer.test_train import SLOW_LENET
 from tests.trainfiles import make_dataset, train_config
+from tests.training.test_training_runs import may_run_code, past_epoch
 from trainer import eventkinds as kinds
 from trainer import eventlog, jobfiles
 from training import searches, searchstudy
@@ -238,6 +240,37 @@ def test_a_search_through_a_real_worker_trains_every_trial_and_finds_its_best(al
     data = searches.search_data(search)
     assert data["best"] is not None and data["best"]["value"] > 0.5
     assert signed_in(alice).get(f"/searches/{search.pk}/").status_code == 200
+
+
+@pytest.mark.slow
+@pytest.mark.one_database
+def test_a_search_goes_on_when_the_worker_running_its_trial_dies(alice, worker_factory):
+    """Two trials, one at a time, of a slowed LeNet: the worker training the
+    first is killed (SIGKILL, as a crash would); a worker started in its
+    place resumes the trial's job and, advancing the search at its
+    heartbeats, tells the study how it ended and runs the second. Nothing
+    of the search was in the dead worker: every trial ends recorded alike
+    in the study and on the search's page."""
+    doomed = worker_factory("doomed")
+    may_run_code(alice)
+    body = _search_body(dataset_job(alice), network={"source": "python", "text": SLOW_LENET}, epochs=3,
+                        search_trials=2, search_parallel=1, search_pruner="none")
+    answer = signed_in(type(alice).objects.get(pk=alice.pk)).post("/api/models", body, content_type="application/json")
+    assert answer.status_code == 201, answer.content
+    search = Search.objects.get(pk=answer.json()["search"]["id"])
+    first = Trial.objects.get(search=search, number=0).job
+    wait_for(lambda: events_of(first, "snapshot") and past_epoch(first, 1.3), timeout=120,
+             what="the first trial's snapshot and training past epoch 1.3")
+    doomed.kill()
+    worker_factory("rescuer")
+    wait_for(lambda: not searches.active().filter(pk=search.pk).exists(), timeout=600, every=1,
+             what="the search's two trials to end under the new worker")
+    trials = trials_of(search)
+    assert [trial.state for trial in trials] == ["complete", "complete"]
+    assert trials[0].job.attempt == 2 and len(events_of(trials[0].job, "resume")) == 1
+    study = optuna.load_study(study_name=search.study, storage=searchstudy.storage())
+    assert [(t.state, t.value) for t in study.trials] == [(optuna.trial.TrialState.COMPLETE, trial.value)
+                                                          for trial in trials]
 
 
 def test_the_median_rule_stops_no_trial_before_three_have_completed(transactional_db, alice):

@@ -19,6 +19,7 @@ from jobs.queue import enqueue
 from tests.clients import signed_in
 from tests.jobtools import (
     alive,
+    all_events_of_ended,
     child_pid,
     events_of,
     history,
@@ -36,7 +37,7 @@ def test_a_job_runs_to_done_and_its_events_arrive_in_order(alice, worker):
     assert history(job) == ["queued", "waiting", "running", "done"]
     assert job.progress == 1.0 and job.attempt == 1 and job.error == ""
     assert job.started_at and job.finished_at and job.finished_at >= job.started_at
-    events = events_of(job)
+    events = all_events_of_ended(job)
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     statuses = [e["data"]["status"] for e in events if e["kind"] == "status"]
     assert statuses == ["queued", "waiting", "running", "done"]

@@ -153,6 +153,11 @@ if _default_db["ENGINE"].endswith("sqlite3"):
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    # A request thread keeps its connection, as on PostgreSQL: opening one
+    # (and its WAL pragma) was about 2.5 ms of Classify one's 12 ms in the
+    # web process (bench/classify_latency.py, docs/benchmarks.md).
+    _default_db["CONN_MAX_AGE"] = 60
+    _default_db["CONN_HEALTH_CHECKS"] = True
     _test_name = env_str("SQLITE_TEST_NAME", "")
     if _test_name:
         # Tests share one file-backed database with the worker subprocesses.

@@ -35,6 +35,12 @@ function needs(resources) {
 const queueTable = document.getElementById("queue-table");
 const staff = queueTable.dataset.staff === "true";
 const PRIORITIES = ["high", "normal", "low"];
+// Priorities staff chose in a row's select and have not set yet, by job id:
+// a live snapshot re-renders the rows, which must not put a choice back.
+const chosen = new Map();
+queueTable.addEventListener("change", (event) => {
+  if (event.target.name === "priority") chosen.set(event.target.closest("tr").dataset.job, event.target.value);
+});
 
 // A form posting to the job's queue address, back to this page.
 function queueForm(job, fields, button) {
@@ -44,8 +50,9 @@ function queueForm(job, fields, button) {
 }
 
 function staffControls(job) {
+  const shown = chosen.get(String(job.id)) ?? job.priority;
   const select = el("select", { name: "priority", "aria-label": `Priority of ${job.name}` },
-    ...PRIORITIES.map((p) => el("option", { value: p, selected: p === job.priority }, p)));
+    ...PRIORITIES.map((p) => el("option", { value: p, selected: p === shown }, p)));
   return el("td", {},
     queueForm(job, [select], el("button", { class: "link" }, "Set")),
     " ", queueForm(job, [el("input", { type: "hidden", name: "front", value: "on" })],

@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
-from jobs.models import Job
+from jobs.models import Job, folder_of
 from trainer import jobfiles
 from trainer.datastore import SplitReader, folder_size
 from trainer.tasks import task_of
@@ -29,8 +29,19 @@ def folder(job: Job) -> Path:
 
 
 def manifest(job: Job) -> dict[str, Any] | None:
+    return manifest_at(folder(job))
+
+
+def manifest_of(job_id: int) -> dict[str, Any] | None:
+    """The manifest of dataset ``job_id`` read without its row (a dataset's
+    folder goes when its row does: ``Job.delete_with_folder``); None when
+    there is none."""
+    return manifest_at(folder_of(job_id) / jobfiles.DATASET)
+
+
+def manifest_at(dataset_folder: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((folder(job) / jobfiles.MANIFEST).read_text())
+        return json.loads((dataset_folder / jobfiles.MANIFEST).read_text())
     except FileNotFoundError:
         return None
 

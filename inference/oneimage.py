@@ -88,8 +88,7 @@ def check(model: Job, snapshot: str, problem: str, refusal: str) -> None:
         raise Refused(problem, 400, {"model": [problem]})
     if refusal:
         raise Refused(refusal, 403)
-    names = trained.snapshots(model)
-    if snapshot and snapshot not in (*names, jobfiles.BEST, jobfiles.LAST):
+    if snapshot and snapshot not in (jobfiles.BEST, jobfiles.LAST) and snapshot not in (names := trained.snapshots(model)):
         raise Refused(f"The model has no snapshot {snapshot!r}; it has {', '.join(names)}.", 404)
 
 

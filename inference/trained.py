@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.shortcuts import get_object_or_404
+from django.http import Http404
 
 from datasets import services as dataset_services
 from jobs.models import Job
 from trainer import jobfiles
-from training.modeljobs import model_or_none, models
+from training.modeljobs import model_or_none
 
 
 class Unusable(Exception):
@@ -25,7 +25,10 @@ class Unusable(Exception):
 
 
 def model_or_404(model_id: int) -> Job:
-    return get_object_or_404(models(), pk=model_id)
+    model = model_or_none(model_id)
+    if model is None:
+        raise Http404(f"There is no model #{model_id}.")
+    return model
 
 
 def find(model_id: Any) -> Job:
@@ -42,16 +45,20 @@ def snapshots(model: Job) -> list[str]:
 
 
 def dataset(model: Job) -> Job | None:
-    """The model's dataset, only its id loaded: what its files are found by.
-    Classify one asks for it with every image, and the rest of a job's row
-    (JSON and dates to decode) took most of the query's time."""
+    """The model's dataset, only its id loaded: what its files are found by
+    (the rest of a job's row, JSON and dates to decode, took most of the
+    query's time)."""
     return Job.objects.filter(pk=model.params.get("dataset"), kind="dataset").only("pk").first()
 
 
 def manifest(model: Job) -> dict[str, Any]:
-    """The manifest of the model's dataset, or ``Unusable`` when the dataset is gone."""
-    found = dataset(model)
-    read = dataset_services.manifest(found) if found else None
+    """The manifest of the model's dataset, or ``Unusable`` when the dataset
+    is gone. Read from the dataset's folder without a query for its row:
+    Classify one asks for it with every image, and the query was about a
+    tenth of the web's time for one (docs/benchmarks.md)."""
+    dataset_id = model.params.get("dataset")
+    valid = isinstance(dataset_id, int) and not isinstance(dataset_id, bool) and dataset_id > 0
+    read = dataset_services.manifest_of(dataset_id) if valid else None
     if read is None:
         raise Unusable("The model's dataset is gone.")
     return read

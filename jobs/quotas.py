@@ -19,7 +19,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.template.defaultfilters import filesizeformat
 
-from .models import ACTIVE, Job
+from .models import ACTIVE, Job, folder_of
 
 
 def refusal(owner: User) -> tuple[str, int] | None:
@@ -52,7 +52,7 @@ def no_room_message(owner: User, used: int, limit: int, size: int | None) -> str
 def disk_used(owner: User) -> int:
     total = 0
     for pk, status, finished_at in Job.objects.filter(owner=owner).values_list("pk", "status", "finished_at"):
-        folder = settings.JOBS_DIR / str(pk)
+        folder = folder_of(pk)
         total += folder_size(folder) if status in ACTIVE or finished_at is None else _finished_size(folder, finished_at)
     return total
 

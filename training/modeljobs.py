@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from jobs.models import Job
+from jobs.models import Job, job_of_kind
 from trainer.tasks import DEFAULT, TASKS, Task, task_of, uses
 
 # The job kind that trains a model (registered in ``training.apps``).
@@ -32,7 +32,7 @@ def is_model(job: Job) -> bool:
 def model_or_none(model_id: Any) -> Job | None:
     """The model ``model_id`` names, or None for anything else (a job of
     another kind, an id of no job, a value that is no id)."""
-    return models().filter(pk=model_id).first() if isinstance(model_id, int) and not isinstance(model_id, bool) else None
+    return job_of_kind(model_id, MODEL_KIND)
 
 
 def _task(model: Job) -> Task | None:

@@ -27,7 +27,9 @@ from django.http import HttpResponse
 from django.test import Client
 from PIL import Image
 
+from accounts.models import ApiToken
 from inference.classify import gallery
+from jobs import services as job_services
 from jobs.models import Job, Status
 from tests.clients import signed_in
 from tests.evalfiles import dataset_job, imports, write_bars
@@ -294,8 +296,22 @@ def test_a_deleted_model_or_snapshot_is_a_404(lenet, alice, model_server):  # no
     assert response.status_code == 404 and "no snapshot" in response.json()["error"]
     (lenet.folder / jobfiles.CHECKPOINTS / jobfiles.BEST).unlink()
     assert upload(client, lenet, image, snapshot=jobfiles.BEST).status_code == 404
-    assert post_json(client, Job(pk=999999), {"index": 1}).status_code == 404
+    for absent in (999999, 2**63 - 1, 2**63, 10**30):  # the largest id a database holds, and past it
+        answer = post_json(client, Job(pk=absent), {"index": 1})
+        assert answer.status_code == 404 and answer.json()["error"] == f"There is no model #{absent}."
+        assert client.get(f"/models/{absent}/classify").status_code == 404
     assert post_json(client, Job.objects.get(kind="dataset"), {"index": 1}).status_code == 404
+
+
+def test_a_model_whose_dataset_was_deleted_is_refused_and_its_page_says_why(lenet, alice):
+    """The manifest is read from the dataset's folder by its id, not its row:
+    the deletion that takes both makes the model unusable at once."""
+    client = signed_in(alice)
+    assert upload(client, lenet, bar_images(1)[0][0]).status_code == 503  # usable; no model server here
+    job_services.delete(Job.objects.get(pk=lenet.params["dataset"]), alice)
+    assert refusal(upload(client, lenet, bar_images(1)[0][0]), "model") == "The model's dataset is gone."
+    page = client.get(f"/models/{lenet.pk}/classify").content.decode()
+    assert "The model&#x27;s dataset is gone." in page and 'id="classify-form"' not in page
 
 
 def test_a_model_that_has_not_trained_yet_is_refused_and_its_page_says_why(alice):
@@ -316,6 +332,20 @@ def test_anyone_signed_in_may_classify_nobody_anonymous(lenet, bob, model_server
     image = bar_images(1)[0][0]
     assert upload(Client(), lenet, image).status_code == 401
     assert upload(signed_in(bob), lenet, image).status_code == 200
+
+
+def test_classify_one_with_a_token_asks_the_database_two_things(lenet, alice, model_server,  # noqa: F811
+                                                                django_assert_num_queries):
+    """The token's user and the model, each one statement: nothing else of
+    the database is on Classify one's path (the dataset's manifest is read
+    by its id), once the token's last use is up to date."""
+    _, key = ApiToken.issue(alice, "loop")
+    client = Client(headers={"Authorization": f"Token {key}"})
+    image = bar_images(1)[0][0]
+    assert upload(client, lenet, image).status_code == 200
+    with django_assert_num_queries(2):
+        answer = upload(client, lenet, image)
+    assert answer.status_code == 200 and len(answer.json()["top"]) == 4
 
 
 def test_the_page_offers_the_dataset_images_and_the_snapshots(lenet, alice):

@@ -4,6 +4,8 @@ the order jobs start in, a user's limit, priority, and that every job runs."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib.auth.models import User
 
 from jobs import queueorder, services
@@ -29,18 +31,38 @@ def held_at(jobs: list[Job], owner_id: int, moment) -> int:
     return sum(1 for job in jobs if job.owner_id == owner_id and job.started_at < moment < job.finished_at)
 
 
-def assert_each_start_was_the_first_in_line(jobs: list[Job]) -> None:
-    """When each job started, no job still waiting came before it: none of a
-    higher priority, none of the same priority whose owner then held fewer
-    slots, none as high whose owner held as many and that was queued earlier."""
-    def rank(job: Job, moment) -> tuple:
+def claimed_at(job: Job):
+    """When a worker's thread last took the job from the queue before it started."""
+    return job.transitions.filter(status=Status.WAITING, at__lte=job.started_at).latest("at").at
+
+
+def first_in_line_at(jobs: list[Job], started: Job, moment) -> list[str]:
+    """The jobs still waiting at ``moment`` that came before ``started``: none
+    of a higher priority, none of the same priority whose owner then held
+    fewer slots, none as high whose owner held as many and that was queued earlier."""
+    def rank(job: Job) -> tuple:
         return queueorder.PRIORITY_RANK[job.priority], held_at(jobs, job.owner_id, moment), job.queued_at
 
+    waiting = [job for job in jobs if job is not started and job.queued_at < moment < job.started_at]
+    return [job.name for job in waiting if rank(job) < rank(started)]
+
+
+def assert_each_start_was_the_first_in_line(jobs: list[Job]) -> None:
+    """Each job was first in line at some moment between its claim and its
+    start. The worker decides to start a waiting job, then leases its slot
+    and records the start: on a loaded machine a job that held a slot could
+    end in between (its owner then holding one fewer), so the order is
+    judged at each moment of that window where it changed (just before and
+    after another job's start or end), not at the recorded start alone."""
+    tick = timedelta(microseconds=1)
     for started in jobs:
-        moment = started.started_at
-        waiting = [job for job in jobs if job.queued_at < moment < job.started_at]
-        before = [job.name for job in waiting if rank(job, moment) < rank(started, moment)]
-        assert not before, f"{started.name} started while {before} came before it"
+        opened, closed = claimed_at(started), started.started_at
+        changes = [at + step for job in jobs if job is not started for at in (job.started_at, job.finished_at)
+                   if opened < at < closed for step in (-tick, tick)]
+        before = {moment: first_in_line_at(jobs, started, moment) for moment in [opened + tick, *changes, closed]}
+        assert any(not names for names in before.values()), (
+            f"{started.name} started while, at every moment since its claim, jobs came before it: "
+            f"{sorted(before.items())}")
 
 
 def overlap(first: Job, second: Job) -> bool:

@@ -44,8 +44,12 @@ class Waiter(threading.Thread):
 
 
 @pytest.fixture
-def queue(transactional_db, alice):
-    """A job queued a minute ago, then one queued now and claimed by a worker on ``HOST``."""
+def queue(transactional_db, alice, settings):
+    """A job queued a minute ago, then one queued now and claimed by a worker on ``HOST``.
+    The workers' rows are never touched again, so they must not count as dead
+    (the suite's 3 s) before a slow machine reaches the end of a test: a dead
+    worker's claim blocks nothing, and the waiting job would take the device."""
+    settings.WORKER_DEAD_AFTER_SECONDS = 120
     first = Job.objects.create(kind="sleep", name="first", owner=alice, params={"steps": 1},
                                resources={"device": "cpu", "count": 1}, queued_at=timezone.now() - timedelta(minutes=1))
     waiting = Job.objects.create(kind="sleep", name="second", owner=alice, params={"steps": 1},

@@ -26,7 +26,16 @@ from tests.processes import Service, wait_for
 from tests.trainfiles import make_dataset
 from trainer import jobfiles, modelclient
 from trainer.inference import load_model
-from trainer.inference.threads import FASTER_BY, LARGE_SECONDS, REPEATS, TURN_SECONDS, TURNS, threads_for_one, using
+from trainer.inference.threads import (
+    FASTER_BY,
+    LARGE_SECONDS,
+    REPEATS,
+    SAVED_SECONDS,
+    TURN_SECONDS,
+    TURNS,
+    threads_for_one,
+    using,
+)
 from trainer.modelserver import Models, Server
 
 
@@ -202,10 +211,17 @@ def test_a_small_classifier_answers_a_request_on_one_thread_and_gives_the_others
     assert sorted(set(timed)) == [1, 2] and request == 1
 
 
-@pytest.mark.parametrize("one, two, threads", [(0.00252, 0.002, 2), (0.00248, 0.002, 1), (0.0004, 0.0005, 1)],
-                         ids=["1.26-times-faster-on-two", "1.24-times-faster-on-two", "slower-on-two"])
-def test_every_thread_is_kept_for_a_pass_they_make_at_least_a_quarter_faster(job, one, two, threads):
-    assert FASTER_BY == 1.25
+@pytest.mark.parametrize("one, two, threads", [
+    (0.00504, 0.004, 2), (0.00496, 0.004, 1), (0.0004, 0.0005, 1), (0.0019, 0.00095, 1), (0.0021, 0.00105, 2),
+], ids=["1.26-times-faster-on-two", "1.24-times-faster-on-two", "slower-on-two", "twice-as-fast-saving-0.95-ms",
+        "twice-as-fast-saving-1.05-ms"])
+def test_every_thread_is_kept_for_a_pass_they_make_at_least_a_quarter_faster_saving_a_millisecond(job, one, two,
+                                                                                                 threads):
+    """A tiny pass that two threads make faster still runs on one: what they
+    save is less than what the spare thread's spinning after each pass takes
+    from the web process (LeNet: 0.42 ms on one thread, 0.30 ms on two on an
+    AVX-512 Xeon, and a round trip's p95 of 16 ms against 9)."""
+    assert (FASTER_BY, SAVED_SECONDS) == (1.25, 0.001)
     loaded = load_model(job, None, "cpu")
     clock = PassClock()
     network = Recording(loaded.model, clock, lambda count: one if count == 1 else two)
